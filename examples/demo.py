@@ -1,0 +1,42 @@
+"""shardkit's main job, end to end on 8 virtual CPU devices.
+
+Builds a 4x2 mesh, shows shardings with their index maps and both MLIR forms (Shardy and GSPMD).
+"""
+
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+
+jax.config.update("jax_num_cpu_devices", 8)
+
+import shardkit as sk  # noqa: E402
+from shardkit import P  # noqa: E402
+from shardkit.dialects import mhlo, sdy  # noqa: E402
+
+
+def show_sharding(sharding: sk.Sharding, shape: tuple[int, ...]) -> None:
+    print(f"\n{sharding}  on shape {shape}")
+    print(f"  shard_shape {sharding.shard_shape(shape)}, fully replicated: {sharding.is_fully_replicated}")
+    replica = sharding.replica_ids(shape)
+    for device, index in sharding.devices_indices_map(shape).items():
+        rows = ", ".join(f"{s.start or 0}:{s.stop if s.stop is not None else n}" for s, n in zip(index, shape))
+        print(f"    device {device.id}: [{rows}]  replica {replica[device]}")
+    _, tensor = sdy.sharding_to_sdy(sharding, len(shape))
+    print(f"  sdy:  {tensor}")
+    print(f"  mhlo: {mhlo.to_hlo_string(sharding, len(shape))}")
+
+
+def main() -> None:
+    mesh = sk.make_mesh((4, 2), ("x", "y"))
+    print(f"mesh: {mesh!r}")
+    print(f"sdy.mesh @mesh = {sdy.mesh_to_sdy(mesh).body}")
+    shape = (8, 2)
+    for spec in [P("x", "y"), P("x"), P(None, "y"), P(("x", "y")), P()]:
+        show_sharding(sk.NamedSharding(mesh, spec), shape)
+    show_sharding(sk.GSPMDSharding(sk.devices(), "{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}"), shape)
+
+
+if __name__ == "__main__":
+    main()

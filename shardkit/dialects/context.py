@@ -1,0 +1,19 @@
+"""The MLIR context shardkit's modules and attributes live in."""
+
+from __future__ import annotations
+
+import functools
+
+from jaxlib.mlir import ir
+
+
+@functools.cache
+def context() -> ir.Context:
+    """One context with every dialect jax emits (func, stablehlo, chlo, mhlo, sdy, ...) registered.
+
+    ``jax.interpreters.mlir.make_ir_context`` is the public-facing way jax builds such a context; a fresh one
+    costs about 2 ms, so shardkit makes one per process and keeps it.
+    """
+    from jax.interpreters import mlir as jax_mlir
+
+    return jax_mlir.make_ir_context()

@@ -1,0 +1,426 @@
+"""Mesh, AbstractMesh and the mesh context.
+
+A ``Mesh`` is an n-d array of devices with one name per axis; an ``AbstractMesh`` keeps only the names and
+sizes, so programs lowered against it carry no devices and can be bound to any mesh of the same shape at
+compile time. Both are interned and immutable: equal arguments give the same object, which makes them cheap
+dictionary keys for every cache downstream.
+
+``with mesh:`` pushes the mesh on a thread-local stack (``current_mesh()`` reads the top). A nested mesh
+shadows the outer one for the duration of the block, as ``ResourceEnv.with_mesh`` does in the seed.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import math
+import threading
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from shardkit.caching import memoize
+
+
+class AxisType(enum.Enum):
+    """How an axis takes part in sharding. shardkit propagates only ``Auto`` axes for now."""
+
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _canonical_axis_names(axis_names: str | Sequence[str]) -> tuple[str, ...]:
+    names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"Mesh axis names must be str, got {name!r} in {names!r}.")
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"Mesh axis names must be unique, but {duplicates} appear more than once in {names!r}.")
+    return names
+
+
+def _canonical_axis_types(axis_types: Any, n: int) -> tuple[AxisType, ...]:
+    if axis_types is None:
+        return (AxisType.Auto,) * n
+    if isinstance(axis_types, AxisType):
+        axis_types = (axis_types,) * n
+    axis_types = tuple(axis_types)
+    for t in axis_types:
+        if not isinstance(t, AxisType):
+            raise TypeError(f"axis_types must be AxisType values, got {t!r}.")
+    if len(axis_types) != n:
+        raise ValueError(f"Got {len(axis_types)} axis_types {axis_types!r} for {n} mesh axes.")
+    return axis_types
+
+
+def show_axes(axes: Sequence[str]) -> str:
+    return ", ".join(sorted(f"`{a}`" for a in axes))
+
+
+class _MeshShape:
+    """What Mesh and AbstractMesh share: names, sizes, types and their derived views."""
+
+    axis_names: tuple[str, ...]
+    axis_sizes: tuple[int, ...]
+    axis_types: tuple[AxisType, ...]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Cannot set {name!r}: {type(self).__name__} objects are immutable.")
+
+    @cached_property
+    def shape(self) -> collections.OrderedDict[str, int]:
+        return collections.OrderedDict(zip(self.axis_names, self.axis_sizes))
+
+    @cached_property
+    def shape_tuple(self) -> tuple[tuple[str, int], ...]:
+        return tuple(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.axis_sizes) if self.axis_names else 0
+
+    @property
+    def empty(self) -> bool:
+        return self.size == 0
+
+    def axis_size(self, name: str) -> int:
+        return self.axis_sizes[self.axis_names.index(name)]
+
+    def _shape_str(self) -> str:
+        sizes = ", ".join(f"'{n}': {s}" for n, s in self.shape_tuple)
+        return f"{sizes}, axis_types={self.axis_types!r}" if sizes else f"axis_types={self.axis_types!r}"
+
+
+_MESHES: dict[tuple, Mesh] = {}
+
+
+class Mesh(_MeshShape):
+    """An n-d array of devices with a name per axis.
+
+    Args:
+        devices: an array (or nested sequence) of jaxlib devices; its rank must equal ``len(axis_names)``.
+        axis_names: one name per device-array axis.
+        axis_types: one ``AxisType`` per axis (``Auto`` by default, as for ``jax.sharding.Mesh``).
+
+    Examples:
+        >>> mesh = Mesh(np.array(jax.devices()).reshape(4, 2), ("x", "y"))
+        >>> mesh.shape_tuple
+        (('x', 4), ('y', 2))
+        >>> with mesh:
+        ...     assert current_mesh() is mesh
+    """
+
+    devices: np.ndarray
+
+    def __new__(
+        cls,
+        devices: np.ndarray | Sequence[Any],
+        axis_names: str | Sequence[str],
+        *,
+        axis_types: AxisType | Sequence[AxisType] | None = None,
+    ) -> Mesh:
+        if not isinstance(devices, np.ndarray):
+            devices = np.array(devices, dtype=object)
+        names = _canonical_axis_names(axis_names)
+        if devices.ndim != len(names):
+            raise ValueError(
+                "Mesh requires the ndim of its first argument (`devices`) to equal the length of its second "
+                f"argument (`axis_names`), but got devices.ndim == {devices.ndim} and "
+                f"len(axis_names) == {len(names)} (axis_names={names!r})."
+            )
+        types = _canonical_axis_types(axis_types, len(names))
+        flat = tuple(devices.flat) if devices.ndim else ()
+        key = (names, devices.shape, flat, types)
+        mesh = _MESHES.get(key)
+        if mesh is not None:
+            return mesh
+        if len(set(flat)) != len(flat):
+            seen: set[Any] = set()
+            repeated = [d for d in flat if d in seen or seen.add(d)]
+            raise ValueError(f"Mesh devices must be unique, but {sorted(set(repeated), key=str)} appear more than once.")
+        mesh = super().__new__(cls)
+        frozen = np.empty(devices.shape, dtype=object)
+        if flat:
+            frozen.flat[:] = flat
+        frozen.flags.writeable = False
+        object.__setattr__(mesh, "devices", frozen)
+        object.__setattr__(mesh, "axis_names", names)
+        object.__setattr__(mesh, "axis_sizes", tuple(devices.shape))
+        object.__setattr__(mesh, "axis_types", types)
+        object.__setattr__(mesh, "_hash", hash(key))
+        _MESHES[key] = mesh
+        return mesh
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_unpickle_mesh, (device_refs(self._flat_devices), self.axis_sizes, self.axis_names, self.axis_types))
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Mesh):
+            return False
+        return (
+            self.axis_names == other.axis_names
+            and self.axis_sizes == other.axis_sizes
+            and self.axis_types == other.axis_types
+            and self._flat_devices == other._flat_devices
+        )
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"Mesh(axis_sizes={self.axis_sizes!r}, axis_names={self.axis_names!r}, axis_types={self.axis_types!r})"
+
+    def __str__(self) -> str:
+        return f"Mesh({self._shape_str()})"
+
+    def __enter__(self) -> Mesh:
+        _STACK.meshes.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        _STACK.meshes.pop()
+        return False
+
+    @cached_property
+    def _flat_devices(self) -> tuple[Any, ...]:
+        return tuple(self.devices.flat)
+
+    @cached_property
+    def device_ids(self) -> np.ndarray:
+        if self.empty:
+            raise ValueError("An empty Mesh has no device_ids.")
+        ids = np.array([d.id for d in self._flat_devices], dtype=np.int64).reshape(self.devices.shape)
+        ids.flags.writeable = False
+        return ids
+
+    @cached_property
+    def local_devices(self) -> list[Any]:
+        """The mesh's devices that this process can address, in mesh order."""
+        return [d for d in self._flat_devices if _is_local(d)]
+
+    @cached_property
+    def _local_devices_set(self) -> frozenset[Any]:
+        return frozenset(self.local_devices)
+
+    @cached_property
+    def is_multi_process(self) -> bool:
+        return len(self._flat_devices) != len(self.local_devices)
+
+    @property
+    def local_mesh(self) -> Mesh:
+        """The sub-mesh of this process's devices; they must form a contiguous subcube of the mesh."""
+        return _local_mesh(self, _process_index(self))
+
+    @cached_property
+    def abstract_mesh(self) -> AbstractMesh:
+        return AbstractMesh(self.axis_sizes, self.axis_names, axis_types=self.axis_types)
+
+
+def _unpickle_mesh(refs: tuple, sizes: tuple[int, ...], names: tuple[str, ...], types: tuple[AxisType, ...]) -> Mesh:
+    grid = np.empty(len(refs), dtype=object)
+    grid[:] = lookup_devices(refs)
+    return Mesh(grid.reshape(sizes), names, axis_types=types)
+
+
+def device_refs(devices: Sequence[Any]) -> tuple[tuple[str, int], ...]:
+    """(platform, id) per device: how pickles name devices, since jaxlib Device objects do not pickle."""
+    return tuple((d.platform, d.id) for d in devices)
+
+
+def lookup_devices(refs: Sequence[tuple[str, int]]) -> list[Any]:
+    """The live devices named by ``device_refs``; ValueError naming those this process does not have."""
+    import jax
+
+    live = {}
+    for platform in {p for p, _ in refs}:
+        try:
+            live.update({(platform, d.id): d for d in jax.devices(platform)})
+        except RuntimeError:
+            pass
+    missing = [r for r in refs if tuple(r) not in live]
+    if missing:
+        raise ValueError(f"Cannot unpickle: devices {missing} (platform, id) do not exist in this process.")
+    return [live[tuple(r)] for r in refs]
+
+
+def _is_local(device: Any) -> bool:
+    return device.process_index == device.client.process_index()
+
+
+def _process_index(mesh: Mesh) -> int:
+    if mesh.empty:
+        return 0
+    return mesh._flat_devices[0].client.process_index()
+
+
+@memoize(maxsize=128)
+def _local_mesh(mesh: Mesh, process_index: int) -> Mesh:
+    if mesh.empty:
+        return mesh
+    is_local = np.array([d.process_index == process_index for d in mesh._flat_devices]).reshape(mesh.devices.shape)
+    if not is_local.any():
+        raise ValueError(f"Process {process_index} owns no device of {mesh}.")
+    hull = []
+    for axis in range(mesh.devices.ndim):
+        others = tuple(a for a in range(mesh.devices.ndim) if a != axis)
+        hit = np.flatnonzero(is_local.any(axis=others))
+        hull.append(slice(int(hit[0]), int(hit[-1]) + 1))
+    # The smallest box holding every local device is all local exactly when the local devices form a
+    # contiguous subcube; otherwise the box also holds other processes' devices.
+    if not is_local[tuple(hull)].all():
+        raise ValueError(
+            f"The devices of process {process_index} must form a contiguous subcube of the global device "
+            f"mesh {mesh}, but the smallest box holding them, {tuple((s.start, s.stop) for s in hull)}, also "
+            "holds devices of other processes."
+        )
+    return Mesh(mesh.devices[tuple(hull)], mesh.axis_names, axis_types=mesh.axis_types)
+
+
+_ABSTRACT_MESHES: dict[tuple, AbstractMesh] = {}
+
+
+class AbstractMesh(_MeshShape):
+    """A mesh's axis names and sizes, without devices.
+
+    Accepts the seed form ``AbstractMesh((("x", 4), ("y", 2)))`` and jax 0.10's
+    ``AbstractMesh((4, 2), ("x", "y"))``.
+
+    Examples:
+        >>> AbstractMesh((("x", 4), ("y", 2))) is AbstractMesh((4, 2), ("x", "y"))
+        True
+    """
+
+    def __new__(
+        cls,
+        axis_sizes: Sequence[int] | Sequence[tuple[str, int]],
+        axis_names: Sequence[str] | None = None,
+        *,
+        axis_types: AxisType | Sequence[AxisType] | None = None,
+    ) -> AbstractMesh:
+        if axis_names is None:
+            pairs = tuple(axis_sizes)
+            if not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+                raise TypeError(
+                    "AbstractMesh takes either a shape tuple ((name, size), ...) or (axis_sizes, axis_names); "
+                    f"got {axis_sizes!r}."
+                )
+            axis_names = tuple(n for n, _ in pairs)
+            axis_sizes = tuple(s for _, s in pairs)
+        names = _canonical_axis_names(axis_names)
+        sizes = tuple(axis_sizes)
+        for name, size in zip(names, sizes):
+            if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1:
+                raise ValueError(f"AbstractMesh axis {name!r} must have a positive integer size, got {size!r}.")
+        if len(sizes) != len(names):
+            raise ValueError(f"AbstractMesh got {len(sizes)} axis sizes {sizes!r} for {len(names)} names {names!r}.")
+        sizes = tuple(int(s) for s in sizes)
+        types = _canonical_axis_types(axis_types, len(names))
+        key = (names, sizes, types)
+        mesh = _ABSTRACT_MESHES.get(key)
+        if mesh is None:
+            mesh = super().__new__(cls)
+            object.__setattr__(mesh, "axis_names", names)
+            object.__setattr__(mesh, "axis_sizes", sizes)
+            object.__setattr__(mesh, "axis_types", types)
+            mesh = _ABSTRACT_MESHES.setdefault(key, mesh)
+        return mesh
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (AbstractMesh, (self.axis_sizes, self.axis_names), {"axis_types": self.axis_types})
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        pass  # interned: the constructor already restored everything
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        return (
+            isinstance(other, AbstractMesh)
+            and self.axis_names == other.axis_names
+            and self.axis_sizes == other.axis_sizes
+            and self.axis_types == other.axis_types
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.axis_names, self.axis_sizes, self.axis_types))
+
+    def __repr__(self) -> str:
+        return f"AbstractMesh({self._shape_str()})"
+
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        return self
+
+    def _no_devices(self, what: str) -> Any:
+        raise ValueError(f"AbstractMesh does not implement {what}: it has axis names and sizes but no devices.")
+
+    devices = property(lambda self: self._no_devices("devices"))
+    device_ids = property(lambda self: self._no_devices("device_ids"))
+    local_devices = property(lambda self: self._no_devices("local_devices"))
+    local_mesh = property(lambda self: self._no_devices("local_mesh"))
+    is_multi_process = property(lambda self: self._no_devices("is_multi_process"))
+    _flat_devices = property(lambda self: self._no_devices("devices"))
+
+    def __enter__(self) -> Any:
+        return self._no_devices("__enter__ (only a concrete Mesh can be a context)")
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
+
+
+class _MeshStack(threading.local):
+    def __init__(self) -> None:
+        self.meshes: list[Mesh] = []
+
+
+_STACK = _MeshStack()
+EMPTY_MESH = Mesh(np.empty((), dtype=object), ())
+
+
+def current_mesh() -> Mesh:
+    """The innermost ``with mesh:`` of this thread, or the empty mesh outside any."""
+    return _STACK.meshes[-1] if _STACK.meshes else EMPTY_MESH
+
+
+def make_mesh(
+    axis_shapes: Sequence[int],
+    axis_names: Sequence[str],
+    *,
+    devices: Sequence[Any] | None = None,
+    axis_types: AxisType | Sequence[AxisType] | None = None,
+) -> Mesh:
+    """A mesh of ``axis_shapes`` over ``devices`` (default: all of jax's devices), in device-list order.
+
+    Unlike ``jax.make_mesh`` (Explicit axes by default in 0.10), axes are ``Auto`` unless told otherwise.
+
+    Examples:
+        >>> make_mesh((4, 2), ("x", "y")).shape_tuple
+        (('x', 4), ('y', 2))
+    """
+    axis_shapes = tuple(int(s) for s in axis_shapes)
+    names = _canonical_axis_names(axis_names)
+    if len(axis_shapes) != len(names):
+        raise ValueError(f"make_mesh got {len(axis_shapes)} axis sizes {axis_shapes!r} for {len(names)} names {names!r}.")
+    if devices is None:
+        import jax
+
+        devices = jax.devices()
+    devices = list(devices)
+    need = math.prod(axis_shapes)
+    if need > len(devices):
+        raise ValueError(
+            f"make_mesh needs {need} devices for axis sizes {axis_shapes!r} {names!r}, but only {len(devices)} "
+            "were given."
+        )
+    grid = np.empty(need, dtype=object)
+    grid[:] = devices[:need]
+    return Mesh(grid.reshape(axis_shapes), names, axis_types=axis_types)
