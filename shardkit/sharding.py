@@ -701,14 +701,13 @@ class PositionalSharding(Sharding):
 
     def replicate(self, axis: int | None = None, keepdims: bool = True) -> PositionalSharding:
         """Merges the device sets along ``axis`` (all axes when None): those devices then hold copies."""
-        merged = np.frompyfunc(lambda a, b: tuple(sorted(set(a) | set(b))), 2, 1).reduce(
-            self._ids, axis=axis, keepdims=keepdims, dtype=object
-        )
-        merged = np.asarray(merged, dtype=object)
-        if merged.ndim == 0:
-            box = np.empty((), dtype=object)
-            box[()] = merged[()]
-            merged = box
+        union = np.frompyfunc(lambda a, b: tuple(sorted(set(a) | set(b))), 2, 1)
+        axes = range(self.ndim) if axis is None else (axis % self.ndim,)
+        merged = self._ids
+        for ax in axes:  # the union is not reorderable for numpy, so reduce one axis at a time
+            merged = np.asarray(union.reduce(merged, axis=ax, keepdims=True, dtype=object), dtype=object)
+        if not keepdims:
+            merged = merged.reshape([n for i, n in enumerate(merged.shape) if i not in axes])
         return self._remake(self._devices, merged, self._memory_kind)
 
     @property

@@ -186,7 +186,7 @@ class SdyTensorSharding:
     def from_attr(cls, attr: ir.Attribute) -> SdyTensorSharding:
         t = _sdy.TensorShardingAttr(attr)
         ref = t.mesh_or_ref
-        mesh: MeshRef = ir.FlatSymbolRefAttr(ref).value if ir.FlatSymbolRefAttr.isinstance(ref) else SdyMesh.from_attr(ref)
+        mesh: MeshRef = ref.value if isinstance(ref, ir.FlatSymbolRefAttr) else SdyMesh.from_attr(ref)
         return cls(
             mesh,
             tuple(map(SdyDim.from_attr, t.dimension_shardings)),

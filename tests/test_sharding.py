@@ -1,0 +1,243 @@
+"""The sharding model's documented behaviour (seeds, jax.sharding reference) and every promised error."""
+
+import pickle
+
+import jax
+import numpy as np
+import pytest
+
+import shardkit as sk
+from shardkit import P
+from tests.jax_oracle import jax_named
+
+DEVS = jax.devices()
+MESH = sk.Mesh(np.array(DEVS).reshape(4, 2), ("x", "y"))
+
+
+# -- PartitionSpec -------------------------------------------------------------------------------------
+
+
+def test_partition_spec_repr_and_canonical_entries():
+    assert repr(P("x", None)) == "P('x', None)"
+    assert repr(P("x")) == repr(jax.sharding.PartitionSpec("x")) == "P('x',)"
+    assert P(("x",)) == P("x")
+    assert P(["x", "y"]) == P(("x", "y"))
+    assert P(()) == P(None)
+    assert isinstance(P("x"), tuple) and P("x", None)[1] is None
+    assert repr(P(P.UNCONSTRAINED, "y")) == "P(UNCONSTRAINED, 'y')"
+
+
+def test_partition_spec_equality_and_hash_like_jax():
+    assert P("x", None) != P("x")  # jax 0.10: different specs...
+    assert hash(P("x", None)) == hash(P("x"))  # ...that hash alike (trailing None places nothing)
+    assert P("x") != ("x",)  # only a spec equals a spec
+    assert P("x", "y") == P("x", "y") and hash(P("x", "y")) == hash(P("x", "y"))
+    assert (jax.sharding.PartitionSpec("x", None) == jax.sharding.PartitionSpec("x")) is False
+
+
+def test_partition_spec_pickle_add_and_errors():
+    spec = P(("x", "y"), P.UNCONSTRAINED, None)
+    assert pickle.loads(pickle.dumps(spec)) == spec
+    assert pickle.loads(pickle.dumps(spec))[1] is sk.UNCONSTRAINED
+    assert P("x") + (None, "y") == P("x", None, "y")
+    assert ("x",) + P("y") == P("x", "y")
+    with pytest.raises(TypeError, match=r"entry 0 must be None, an axis name.*got 1\.5"):
+        P(1.5)
+    with pytest.raises(TypeError, match=r"entry 1 must hold mesh axis names \(str\), got None"):
+        P("a", ("x", None))
+    with pytest.raises(TypeError, match="Subclassing"):
+        type("Mine", (P,), {})
+
+
+# -- NamedSharding errors --------------------------------------------------------------------------------
+
+
+def test_unknown_axis_names_axis_and_mesh():
+    with pytest.raises(ValueError, match=r"Resource axis: z of P\('z',\) is not found in mesh: \('x', 'y'\)"):
+        sk.NamedSharding(MESH, P("z"))
+
+
+def test_axis_used_twice():
+    with pytest.raises(sk.DuplicateSpecError, match=r"P\('x', \('y', 'x'\)\) uses 'x' more than once"):
+        sk.NamedSharding(MESH, P("x", ("y", "x")))
+
+
+def test_spec_longer_than_rank():
+    s = sk.NamedSharding(MESH, P("x", None, "y"))
+    with pytest.raises(ValueError, match="only valid for values of rank at least 3, but was applied to a value of rank 2"):
+        s.shard_shape((8, 4))
+    with pytest.raises(ValueError, match="For scalars the PartitionSpec should be P()"):
+        sk.NamedSharding(MESH, P("x")).devices_indices_map(())
+
+
+def test_indivisible_dimension_names_dim_size_and_product():
+    with pytest.raises(sk.IndivisibleError, match=r"Dimension 0 of shape \(6, 4\) has size 6, which is not divisible by 8.*\('x', 'y'\) \(sizes 4\*2\)") as e:
+        sk.NamedSharding(MESH, P(("x", "y"))).shard_shape((6, 4))
+    assert (e.value.dim, e.value.size, e.value.parts) == (0, 6, 8)
+    with pytest.raises(sk.IndivisibleError, match="Dimension 1 of shape"):
+        sk.NamedSharding(MESH, P(None, "y")).devices_indices_map((4, 3))
+
+
+def test_memory_kind_unknown_to_device():
+    with pytest.raises(ValueError, match=r"Memory kind 'bogus' is unknown to device .*: it can address device, pinned_host"):
+        sk.NamedSharding(MESH, P(), memory_kind="bogus")
+    s = sk.NamedSharding(MESH, P("x"))
+    assert s.memory_kind == "device"
+    pinned = s.with_memory_kind("pinned_host")
+    assert pinned.memory_kind == "pinned_host" and pinned != s and not pinned.is_equivalent_to(s, 2)
+    assert sk.NamedSharding(MESH, P("x"), memory_kind="device") == s
+
+
+def test_unconstrained_needs_an_auto_axis():
+    explicit = sk.Mesh(np.array(DEVS).reshape(4, 2), ("x", "y"), axis_types=sk.AxisType.Explicit)
+    with pytest.raises(ValueError, match="cannot use P.UNCONSTRAINED"):
+        sk.NamedSharding(explicit, P(P.UNCONSTRAINED))
+
+
+def test_non_mesh_and_non_spec_arguments():
+    with pytest.raises(TypeError, match="needs a Mesh or AbstractMesh"):
+        sk.NamedSharding("mesh", P())
+    with pytest.raises(TypeError, match="needs a PartitionSpec"):
+        sk.NamedSharding(MESH, "x")
+
+
+# -- NamedSharding behaviour -------------------------------------------------------------------------------
+
+
+def test_named_sharding_repr_hash_eq_and_pickle():
+    s = sk.NamedSharding(MESH, P("x", "y"))
+    assert repr(s) == repr(jax_named(s))
+    assert s == sk.NamedSharding(MESH, ["x", "y"]) and hash(s) == hash(sk.NamedSharding(MESH, P("x", "y")))
+    assert pickle.loads(pickle.dumps(s)) == s
+
+
+def test_seed_example_placement():
+    # The jax.sharding reference: an (8, 2) array over a 4x2 mesh with P('x', 'y').
+    s = sk.NamedSharding(MESH, P("x", "y"))
+    indices = s.devices_indices_map((8, 2))
+    assert indices[DEVS[0]] == (slice(0, 2), slice(0, 1))
+    assert indices[DEVS[7]] == (slice(6, 8), slice(1, 2))
+    assert s.shard_shape((8, 2)) == (2, 1)
+
+
+def test_index_maps_are_cached_and_read_only():
+    s = sk.NamedSharding(MESH, P("x"))
+    first = s.devices_indices_map((8, 2))
+    assert s.devices_indices_map([8, 2]) is first
+    with pytest.raises(TypeError):
+        first[DEVS[0]] = None
+    sk.clear_caches()
+    assert s.devices_indices_map((8, 2)) is not first
+
+
+def test_abstract_mesh_sharding_has_shapes_but_no_devices():
+    abstract = sk.NamedSharding(sk.AbstractMesh((4, 2), ("x", "y")), P("x"))
+    assert abstract.shard_shape((8, 2)) == (2, 2)
+    assert abstract.num_devices == 8 and abstract.memory_kind is None
+    for attr in ["device_set", "addressable_devices", "is_fully_addressable"]:
+        with pytest.raises(ValueError, match="AbstractMesh"):
+            getattr(abstract, attr)
+    with pytest.raises(ValueError, match="AbstractMesh"):
+        abstract.devices_indices_map((8, 2))
+    other = sk.NamedSharding(sk.AbstractMesh((4, 2), ("x", "y")), P("x", None))
+    assert abstract.is_equivalent_to(other, 2)
+    assert not abstract.is_equivalent_to(sk.NamedSharding(MESH, P("x")).with_memory_kind("device"), 2)
+
+
+def test_size_one_axes_shard_nothing():
+    mesh = sk.Mesh(np.array(DEVS).reshape(8, 1), ("x", "one"))
+    s = sk.NamedSharding(mesh, P("one", "x"))
+    assert s.is_equivalent_to(sk.NamedSharding(mesh, P(None, "x")), 2)
+    assert sk.NamedSharding(mesh, P("one")).is_fully_replicated
+
+
+# -- the other kinds, through equivalence with a NamedSharding -------------------------------------------
+
+
+def test_single_device_sharding():
+    s = sk.SingleDeviceSharding(DEVS[3])
+    theirs = jax.sharding.SingleDeviceSharding(DEVS[3])
+    assert repr(s) == repr(theirs)
+    assert dict(s.devices_indices_map((4, 2))) == theirs.devices_indices_map((4, 2))
+    assert s.is_fully_replicated and s.is_fully_addressable and s.device_set == {DEVS[3]}
+    one = sk.NamedSharding(sk.Mesh(np.array([DEVS[3]]), ("x",)), P("x"))
+    assert s.is_equivalent_to(one, 2) and one.is_equivalent_to(s, 2)
+    assert not s.is_equivalent_to(sk.SingleDeviceSharding(DEVS[2]), 2)
+    assert pickle.loads(pickle.dumps(s)) == s
+
+
+def test_positional_sharding_matches_named_placements():
+    pos = sk.PositionalSharding(DEVS).reshape(4, 2)
+    assert pos.shape == (4, 2) and pos.ndim == 2
+    assert pos.is_equivalent_to(sk.NamedSharding(MESH, P("x", "y")), 2)
+    assert pos.replicate(1).is_equivalent_to(sk.NamedSharding(MESH, P("x")), 2)
+    assert pos.replicate(0).is_equivalent_to(sk.NamedSharding(MESH, P(None, "y")), 2)
+    assert pos.replicate().is_fully_replicated
+    assert pos.replicate().is_equivalent_to(sk.NamedSharding(MESH, P()), 2)
+    # The transpose puts mesh axis y on dim 0 and x on dim 1.
+    assert pos.T.is_equivalent_to(sk.NamedSharding(MESH, P("y", "x")), 2)
+    assert dict(pos.T.devices_indices_map((4, 8))) == dict(sk.NamedSharding(MESH, P("y", "x")).devices_indices_map((4, 8)))
+    assert pos.replicate(1, keepdims=False).shape == (4,)
+    assert "PositionalSharding([[{CPU 0} {CPU 1}]" in repr(pos)
+    assert pickle.loads(pickle.dumps(pos.replicate(1))) == pos.replicate(1)
+
+
+def test_positional_sharding_errors():
+    with pytest.raises(ValueError, match="only valid for values of rank 2, but was applied to a value of rank 1"):
+        sk.PositionalSharding(DEVS).reshape(4, 2).shard_shape((8,))
+    with pytest.raises(ValueError, match="at least one device"):
+        sk.PositionalSharding([])
+    with pytest.raises(sk.IndivisibleError, match="PositionalSharding axis 0"):
+        sk.PositionalSharding(DEVS).reshape(4, 2).shard_shape((6, 2))
+
+
+def test_pmap_sharding_default_and_equivalence():
+    s = sk.PmapSharding.default((8, 3))
+    assert s.shard_shape((8, 3)) == (3,)
+    assert s.devices_indices_map((8, 3))[DEVS[5]] == (5, slice(None))
+    assert s.is_equivalent_to(sk.NamedSharding(sk.Mesh(np.array(DEVS), ("i",)), P("i")), 2)
+    assert set(s.replica_ids((8, 3)).values()) == {0}
+    replicated = sk.PmapSharding(DEVS[:4], None)
+    assert replicated.is_fully_replicated and replicated.shard_shape((8, 3)) == (8, 3)
+    assert list(replicated.replica_ids((8, 3)).values()) == [0, 1, 2, 3]
+    assert sk.PmapSharding.default((3, 4), sharded_dim=1).devices_indices_map((3, 4))[DEVS[2]] == (slice(None), 2)
+    assert pickle.loads(pickle.dumps(s)) == s
+
+
+def test_pmap_sharding_errors():
+    with pytest.raises(ValueError, match=r"dimension 0 of shape \(4, 3\) has size 4, but there are 8 devices"):
+        sk.PmapSharding.default((8, 3)).shard_shape((4, 3))
+    with pytest.raises(ValueError, match="needs 16 devices"):
+        sk.PmapSharding.default((16,))
+
+
+def test_gspmd_sharding_kinds():
+    tiled = sk.GSPMDSharding(DEVS, "{devices=[4,2]<=[8]}")
+    assert tiled.is_equivalent_to(sk.NamedSharding(MESH, P("x", "y")), 2)
+    partial = sk.GSPMDSharding(DEVS, "{devices=[4,1,2]<=[8] last_tile_dim_replicate}")
+    assert partial.is_equivalent_to(sk.NamedSharding(MESH, P("x")), 2)
+    subgroup = sk.GSPMDSharding(DEVS, "{devices=[4,1,2]<=[8] last_tile_dims={replicated}}")
+    assert subgroup == partial
+    replicated = sk.GSPMDSharding.get_replicated(DEVS)
+    assert replicated.is_fully_replicated and replicated.is_equivalent_to(sk.NamedSharding(MESH, P()), 2)
+    maximal = sk.GSPMDSharding(DEVS, "{maximal device=3}")
+    assert maximal.is_fully_replicated and maximal.shard_shape((4, 2)) == (4, 2)
+    explicit = sk.GSPMDSharding(DEVS, "{devices=[4,2]7,6,5,4,3,2,1,0}")
+    assert explicit.devices_indices_map((8, 2))[DEVS[7]] == (slice(0, 2), slice(0, 1))
+    assert pickle.loads(pickle.dumps(explicit)) == explicit
+    assert repr(explicit) == "GSPMDSharding({devices=[4,2]7,6,5,4,3,2,1,0}, memory_kind=device)"
+
+
+def test_gspmd_sharding_errors():
+    with pytest.raises(ValueError, match="spans 8 devices, but 4 were given"):
+        sk.GSPMDSharding(DEVS[:4], "{devices=[4,2]<=[8]}")
+    with pytest.raises(ValueError, match="Cannot parse HLO sharding"):
+        sk.GSPMDSharding(DEVS, "{devices=[4,2]<=[")
+    with pytest.raises(ValueError, match="names device position 3, but only 2 devices"):
+        sk.GSPMDSharding(DEVS[:2], "{maximal device=3}")
+    with pytest.raises(ValueError, match="tiles 2 dimensions, but the array has rank 3"):
+        sk.GSPMDSharding(DEVS, "{devices=[4,2]<=[8]}").shard_shape((8, 2, 2))
+    with pytest.raises(ValueError, match="supports tiled, replicated and maximal"):
+        sk.GSPMDSharding(DEVS, "{manual}")
+    with pytest.raises(TypeError, match="needs a Sharding"):
+        sk.GSPMDSharding(DEVS, "{replicated}").is_equivalent_to("x", 2)
