@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 import types
+import weakref
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 from jaxlib import xla_client as xc
 
-from shardkit.caching import memoize
+from shardkit.caching import memoize, on_clear
 from shardkit.mesh import AbstractMesh, AxisType, Mesh, device_refs, lookup_devices
 from shardkit.partition_spec import UNCONSTRAINED, PartitionSpec
 
@@ -111,7 +112,7 @@ class Sharding:
     # -- derived, shared by every kind -----------------------------------------------------------------
 
     def _hlo(self, ndim: int) -> xc.HloSharding:
-        return _hlo_for(self, ndim)
+        return self._memoized(_hlo_for, ndim)
 
     @property
     def _is_concrete(self) -> bool:
@@ -144,21 +145,39 @@ class Sharding:
         """Whether every device holds the whole array."""
         raise NotImplementedError
 
+    # Index math is memoised twice: per (sharding, shape) in module-level functions, and in front of them in
+    # a dict on the instance, so a repeated call costs one dict lookup (no hashing of the sharding).
+
     def shard_shape(self, global_shape: Sequence[int]) -> Shape:
         """The shape of the piece each device holds."""
-        return _shard_shape(self, _canonical_shape(global_shape))
+        return self._memoized(_shard_shape, global_shape)
 
     def devices_indices_map(self, global_shape: Sequence[int]) -> Mapping[Device, Index]:
         """Device -> the index (a tuple of slices) of the piece it holds, for every device."""
-        return _devices_indices_map(self, _canonical_shape(global_shape))
+        return self._memoized(_devices_indices_map, global_shape)
 
     def addressable_devices_indices_map(self, global_shape: Sequence[int]) -> Mapping[Device, Index]:
         """``devices_indices_map`` restricted to this process's devices."""
-        return _addressable_indices_map(self, _canonical_shape(global_shape))
+        return self._memoized(_addressable_indices_map, global_shape)
 
     def replica_ids(self, global_shape: Sequence[int]) -> Mapping[Device, int]:
         """Device -> which copy of its piece it holds: the n-th device (in device order) with an index gets n."""
-        return _replica_ids(self, _canonical_shape(global_shape))
+        return self._memoized(_replica_ids, global_shape)
+
+    def _memoized(self, derive: Any, key: Sequence[int] | int) -> Any:
+        """``derive(self, key)`` for a shape (or rank) key, remembered on the instance."""
+        memo = self._memo
+        try:
+            return memo[derive, key]
+        except (KeyError, TypeError):
+            key = key if isinstance(key, int) else tuple(key)
+            out = memo[derive, key] = derive(self, key)
+            return out
+
+    @cached_property
+    def _memo(self) -> dict[tuple[Any, Shape], Any]:
+        _MEMO_OWNERS.add(self)
+        return {}
 
     def is_equivalent_to(self, other: Sharding, ndim: int) -> bool:
         """Whether both place the same pieces of an ``ndim``-rank array on the same devices.
@@ -181,6 +200,16 @@ class Sharding:
 
 
 # -- the derivations, memoised on (sharding, shape) -----------------------------------------------------
+
+_MEMO_OWNERS: weakref.WeakSet[Sharding] = weakref.WeakSet()
+
+
+@on_clear
+def _clear_instance_memos() -> None:
+    for owner in list(_MEMO_OWNERS):
+        owner.__dict__.pop("_memo", None)
+    _MEMO_OWNERS.clear()
+
 
 
 @memoize()
@@ -218,6 +247,7 @@ def _tiling(hlo: xc.HloSharding, ndim: int) -> tuple[list[int], int] | None:
 
 @memoize()
 def _shard_shape(sharding: Sharding, shape: Shape) -> Shape:
+    shape = _canonical_shape(shape)
     tiling = _tiling(sharding._hlo(len(shape)), len(shape))
     if tiling is None:
         return shape
@@ -240,6 +270,7 @@ def _shard_shape(sharding: Sharding, shape: Shape) -> Shape:
 def _indices_by_position(sharding: Sharding, shape: Shape) -> tuple[Index, ...]:
     """The index of the piece at each position of the device assignment."""
     shard = _shard_shape(sharding, shape)
+    shape = _canonical_shape(shape)
     hlo = sharding._hlo(len(shape))
     n = sharding.num_devices
     tiling = _tiling(hlo, len(shape))
