@@ -3,7 +3,18 @@
 The public API, re-exported; see README.md and DESIGN.md for the tour.
 """
 
+from shardkit import compat, distributed, multihost
+from shardkit.array import (
+    Array,
+    Shard,
+    asarray,
+    device_put,
+    make_array_from_callback,
+    make_array_from_process_local_data,
+    make_array_from_single_device_arrays,
+)
 from shardkit.caching import clear_caches
+from shardkit.distributed import devices, local_devices, process_count, process_index
 from shardkit.mesh import AbstractMesh, AxisType, Mesh, current_mesh, make_mesh
 from shardkit.partition_spec import UNCONSTRAINED, P, PartitionSpec
 from shardkit.sharding import (
@@ -18,16 +29,18 @@ from shardkit.sharding import (
 )
 
 
-def devices(backend: str | None = None) -> list:
-    """jax's devices: shardkit meshes are built from jaxlib Device objects, so they interoperate with jax."""
-    import jax
-
-    return jax.devices(backend)
-
-
 __version__ = "0.1.0"
 
 __all__ = [
+    "Array",
+    "Shard",
+    "asarray",
+    "compat",
+    "device_put",
+    "make_array_from_callback",
+    "make_array_from_process_local_data",
+    "make_array_from_single_device_arrays",
+    "multihost",
     "AbstractMesh",
     "AxisType",
     "DuplicateSpecError",
@@ -45,5 +58,9 @@ __all__ = [
     "clear_caches",
     "current_mesh",
     "devices",
+    "distributed",
+    "local_devices",
+    "process_count",
+    "process_index",
     "make_mesh",
 ]

@@ -1,0 +1,870 @@
+"""Array: one logical array laid out over devices, as per-device jaxlib buffers plus a shardkit Sharding.
+
+An ``Array`` keeps a global jaxlib ``xc.ArrayImpl`` (``_impl``) whose sharding is ``jaxlib_sharding(sharding,
+ndim)`` and whose buffers are this process's per-device pieces in the sharding's addressable device order:
+exactly what ``execute_sharded`` takes, so a compiled call rebuilds nothing. Other processes' pieces are
+never held; ``global_shards`` lists them with ``data=None``.
+
+Data paths, all written against the sharding model's index maps:
+- host -> devices (``device_put``, ``make_array_from_callback``): each distinct piece is copied once into
+  64-byte-aligned memory that shardkit owns, then placed without a second copy (on CPU jaxlib aliases
+  aligned host memory, so placing the caller's memory directly would let later writes to it change the
+  Array);
+- devices -> host (``np.asarray``): each distinct piece is read once into the result, replicas skipped;
+- devices -> devices (resharding): a device keeps its buffer when it already holds its new piece, gets a
+  device-to-device copy when another device holds that piece, and only pieces that exist nowhere whole are
+  assembled on the host from the pieces that overlap them.
+
+Pieces are handled as boxes, ``((start, stop), ...)`` per dimension. A PmapSharding index drops its mapped
+dimension (``(i, slice(None))``); XLA has no rank-dropping sharding, so such an Array's device buffers keep
+that dimension with size 1 (the equivalent tiled GSPMD layout) and ``Shard.data`` has that shape too.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+from jax.core import ShapedArray
+from jaxlib import xla_client as xc
+
+from shardkit import _jaxlib
+from shardkit.caching import memoize
+from shardkit.mesh import AxisType, Mesh
+from shardkit.partition_spec import UNCONSTRAINED, PartitionSpec
+from shardkit.sharding import (
+    GSPMDSharding,
+    NamedSharding,
+    Sharding,
+    SingleDeviceSharding,
+    _canonical_shape,
+)
+
+Shape = tuple[int, ...]
+Index = tuple[Any, ...]
+Box = tuple[tuple[int, int], ...]
+Device = Any
+
+# -- the jaxlib side of a sharding ----------------------------------------------------------------------
+
+
+@memoize()
+def jaxlib_sharding(sharding: Sharding, ndim: int) -> xc.GSPMDSharding:
+    """The jaxlib sharding an Array of rank ``ndim`` hands to XLA: the HLO form over the device assignment.
+
+    Every kind maps the same way, PmapSharding included (its HLO tiles the mapped dimension, so its device
+    buffers keep that dimension with size 1).
+    """
+    return xc.GSPMDSharding(
+        xc.DeviceList(tuple(sharding._device_assignment)), sharding._hlo(ndim), memory_kind=sharding.memory_kind
+    )
+
+
+@memoize()
+def _aval(shape: Shape, dtype: np.dtype, weak_type: bool) -> ShapedArray:
+    return ShapedArray(shape, dtype, weak_type=weak_type)
+
+
+@memoize(maxsize=None)
+def _on_device(device: Device) -> SingleDeviceSharding:
+    return SingleDeviceSharding(device)
+
+
+# -- boxes: where each local device's piece sits ---------------------------------------------------------
+
+
+class _Layout(NamedTuple):
+    devices: tuple[Device, ...]  # this process's devices, in the sharding's device order
+    boxes: tuple[Box, ...]  # the piece each of them holds
+    first: tuple[int, ...]  # position of the first device holding the same piece
+    piece_shape: Shape  # shape of a device buffer (a PmapSharding's mapped dimension kept, size 1)
+
+    @property
+    def distinct(self) -> list[int]:
+        return [p for p, f in enumerate(self.first) if p == f]
+
+
+def _box(index: Index, shape: Shape) -> Box:
+    out = []
+    for entry, n in zip(index, shape):
+        if isinstance(entry, slice):
+            start, stop, _ = entry.indices(n)
+            out.append((start, stop))
+        else:
+            out.append((int(entry), int(entry) + 1))
+    return tuple(out)
+
+
+def _full(shape: Shape) -> Box:
+    return tuple((0, n) for n in shape)
+
+
+def _short(shape: Shape, dtype: np.dtype) -> str:
+    return f"{np.dtype(dtype).name}[{','.join(map(str, shape))}]"
+
+
+@memoize()
+def _layout(sharding: Sharding, shape: Shape) -> _Layout:
+    index_map = sharding.addressable_devices_indices_map(shape)
+    devices = tuple(index_map)
+    boxes = tuple(_box(index_map[d], shape) for d in devices)
+    seen: dict[Box, int] = {}
+    first = tuple(seen.setdefault(b, p) for p, b in enumerate(boxes))
+    piece = tuple(hi - lo for lo, hi in boxes[0]) if boxes else sharding.shard_shape(shape)
+    return _Layout(devices, boxes, first, piece)
+
+
+@memoize()
+def _holds_every_piece(sharding: Sharding, shape: Shape) -> bool:
+    """Whether this process's devices hold every distinct piece (so it can build the whole value)."""
+    everywhere = {_box(i, shape) for i in sharding.devices_indices_map(shape).values()}
+    return everywhere == set(_layout(sharding, shape).boxes)
+
+
+# -- host memory -------------------------------------------------------------------------------------------
+
+
+def _aligned_empty(shape: Shape, dtype: np.dtype) -> np.ndarray:
+    """Fresh host memory at a 64-byte boundary, which jaxlib's CPU client places without copying."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = np.empty(nbytes + 64, dtype=np.uint8)
+    offset = -raw.ctypes.data % 64
+    return raw[offset : offset + nbytes].view(dtype).reshape(shape)
+
+
+def _assemble(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray]]) -> np.ndarray:
+    """Fills ``out`` (the piece at ``box``) from every source piece that overlaps it, each overlap copied once."""
+    if out.size == 0:
+        return out
+    for src_box, src in sources:
+        lo = [max(a, c) for (a, _), (c, _) in zip(box, src_box)]
+        hi = [min(b, d) for (_, b), (_, d) in zip(box, src_box)]
+        if any(l >= h for l, h in zip(lo, hi)):
+            continue
+        dst_at = tuple(slice(l - a, h - a) for l, h, (a, _) in zip(lo, hi, box))
+        src_at = tuple(slice(l - c, h - c) for l, h, (c, _) in zip(lo, hi, src_box))
+        np.copyto(out[dst_at + (...,)], src[src_at + (...,)], casting="unsafe")  # `...` keeps 0-d views arrays
+    return out
+
+
+def _owned_pieces(layout: _Layout, dtype: np.dtype, sources_of: Callable[[int], Sequence]) -> list[np.ndarray]:
+    """One fresh aligned host piece per local device; a replica is a copy of the first, never the same memory
+    (a donated buffer may be written in place, and its replicas must not change with it)."""
+    pieces: list[np.ndarray] = []
+    for pos, first in enumerate(layout.first):
+        out = _aligned_empty(layout.piece_shape, dtype)
+        if first == pos:
+            _assemble(out, layout.boxes[pos], sources_of(pos))
+        else:
+            np.copyto(out, pieces[first])
+        pieces.append(out)
+    return pieces
+
+
+def _put(sharding: Sharding, shape: Shape, dtype: np.dtype, layout: _Layout, pieces: list[np.ndarray]) -> Any:
+    """A global jaxlib array from shardkit-owned host pieces, one per local device, placed without copying."""
+    aval, target = _aval(shape, dtype, False), jaxlib_sharding(sharding, len(shape))
+    if sharding.is_fully_replicated and len(pieces) > 1:
+        # batched_device_put places a fully replicated value once and lets every device share that memory.
+        return _jaxlib.array_impl(aval, target, [_put_one(p, d) for p, d in zip(pieces, layout.devices)])
+    return xc.batched_device_put(
+        aval, target, pieces, list(layout.devices), True, False, xc.HostBufferSemantics.ZERO_COPY
+    )
+
+
+def _put_one(piece: np.ndarray, device: Device) -> Any:
+    single = _on_device(device)
+    return _put(single, piece.shape, piece.dtype, _layout(single, piece.shape), [piece])
+
+
+def _to_host(buffers: Sequence[Any]) -> list[np.ndarray]:
+    for b in buffers:
+        b.copy_to_host_async()  # starts every transfer before waiting for the first
+    return [np.asarray(b) for b in buffers]
+
+
+# -- Shard -------------------------------------------------------------------------------------------------
+
+
+class Shard:
+    """One piece of an Array: the device holding it, its index into the global array, and its data.
+
+    ``replica_id`` numbers the copies of one piece (0 for the first device in device order holding it);
+    ``data`` is a single-device ``Array``, or None for another process's device.
+    """
+
+    __slots__ = ("device", "data", "_sharding", "_global_shape")
+
+    def __init__(self, device: Device, sharding: Sharding, global_shape: Shape, data: Array | None = None):
+        self.device = device
+        self.data = data
+        self._sharding = sharding
+        self._global_shape = global_shape
+
+    @property
+    def index(self) -> Index:
+        return self._sharding.devices_indices_map(self._global_shape)[self.device]
+
+    @property
+    def replica_id(self) -> int:
+        return self._sharding.replica_ids(self._global_shape)[self.device]
+
+    def __repr__(self) -> str:
+        return f"Shard(device={self.device!r}, index={self.index}, replica_id={self.replica_id}, data={self.data})"
+
+
+# -- Array -------------------------------------------------------------------------------------------------
+
+
+class Array:
+    """A global array sharded over devices (``jax.Array``'s interface, over shardkit shardings).
+
+    Construct from per-device arrays (the checks below), or with ``device_put``,
+    ``make_array_from_callback``, ``make_array_from_single_device_arrays`` or
+    ``make_array_from_process_local_data``.
+
+    Args:
+        shape: the global shape.
+        sharding: how the pieces are laid out.
+        arrays: one single-device array (shardkit or jax) per addressable device of ``sharding``, in any order.
+        dtype: the expected dtype; by default that of the first array.
+
+    Examples:
+        >>> mesh = make_mesh((4, 2), ("x", "y"))
+        >>> x = device_put(np.arange(16.0).reshape(8, 2), NamedSharding(mesh, P("x", "y")))
+        >>> x.addressable_shards[1].index, x.addressable_data(1).shape
+        ((slice(0, 2, None), slice(1, 2, None)), (2, 1))
+    """
+
+    __slots__ = ("_impl", "_sharding", "_weak_type", "_npy", "_shards")
+    __hash__ = None  # type: ignore[assignment]  # mutable via delete(), like jax.Array
+
+    def __init__(self, shape: Sequence[int], sharding: Sharding, arrays: Sequence[Any], *, dtype: Any = None):
+        _init(self, *_checked(_canonical_shape(shape), sharding, arrays, dtype))
+
+    # -- what the array is ----------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> Shape:
+        return self._impl.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._impl.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._impl.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self._impl.shape)
+
+    @property
+    def sharding(self) -> Sharding:
+        return self._sharding
+
+    @property
+    def weak_type(self) -> bool:
+        return self._weak_type
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self._sharding.is_fully_replicated
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return self._sharding.is_fully_addressable
+
+    # -- lifetime ---------------------------------------------------------------------------------------
+
+    def delete(self) -> None:
+        """Frees the device buffers now; every later use of the array raises RuntimeError."""
+        self._impl.delete()
+        self._npy = None
+        self._shards = None
+
+    def is_deleted(self) -> bool:
+        return self._impl.is_deleted()
+
+    def _check_if_deleted(self) -> None:
+        if self._impl.is_deleted():
+            raise RuntimeError(f"Array has been deleted with shape={_short(self.shape, self.dtype)}.")
+
+    def block_until_ready(self) -> Array:
+        self._check_if_deleted()
+        self._impl.block_until_ready()
+        return self
+
+    def copy_to_host_async(self) -> None:
+        """Starts copying each distinct piece to the host, so a later ``np.asarray`` waits less."""
+        self._check_if_deleted()
+        buffers = _jaxlib.per_device_arrays(self._impl)
+        for p in _layout(self._sharding, self.shape).distinct:
+            buffers[p].copy_to_host_async()
+
+    def on_device_size_in_bytes(self) -> int:
+        """Bytes of device memory over all devices (replicas included)."""
+        self._check_if_deleted()
+        return _jaxlib.per_device_arrays(self._impl)[0].on_device_size_in_bytes() * self._sharding.num_devices
+
+    # -- shards -----------------------------------------------------------------------------------------
+
+    def devices(self) -> frozenset[Device]:
+        self._check_if_deleted()
+        return self._sharding.device_set
+
+    @property
+    def addressable_shards(self) -> list[Shard]:
+        """This process's shards, in the sharding's device order."""
+        self._check_if_deleted()
+        if self._shards is None:
+            shape = self.shape
+            self._shards = [
+                Shard(d, self._sharding, shape, wrap(b, _on_device(d), weak_type=self._weak_type))
+                for d, b in zip(_layout(self._sharding, shape).devices, _jaxlib.per_device_arrays(self._impl))
+            ]
+        return self._shards
+
+    @property
+    def global_shards(self) -> list[Shard]:
+        """Every device's shard in device order; ``data`` is None on other processes' devices."""
+        local = {s.device: s for s in self.addressable_shards}
+        if len(local) == self._sharding.num_devices:
+            return list(self.addressable_shards)
+        return [local.get(d) or Shard(d, self._sharding, self.shape) for d in self._sharding._device_assignment]
+
+    def addressable_data(self, index: int) -> Array:
+        """The single-device Array on this process's ``index``-th device."""
+        return self.addressable_shards[index].data
+
+    # -- host values --------------------------------------------------------------------------------------
+
+    @property
+    def _value(self) -> np.ndarray:
+        """The whole value on the host, read-only and cached; each distinct piece is read once."""
+        self._check_if_deleted()
+        if self._npy is not None:
+            return self._npy
+        shape, sharding = self.shape, self._sharding
+        layout = _layout(sharding, shape)
+        buffers = _jaxlib.per_device_arrays(self._impl)
+        if not layout.devices or (not sharding.is_fully_addressable and not _holds_every_piece(sharding, shape)):
+            raise RuntimeError(
+                "Fetching the value of an Array that spans non-addressable (non process local) devices is not "
+                "possible. Use shardkit.multihost.process_allgather to gather the global array, or inspect "
+                "this process's pieces with .addressable_shards."
+            )
+        if sharding.is_fully_replicated:
+            value = np.asarray(buffers[0]).reshape(shape)  # zero-copy on CPU
+        else:
+            distinct = layout.distinct
+            pieces = _to_host([buffers[p] for p in distinct])
+            value = _assemble(np.empty(shape, self.dtype), _full(shape), [(layout.boxes[p], v) for p, v in zip(distinct, pieces)])
+        value.flags.writeable = False
+        self._npy = value
+        return value
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        return np.asarray(self._value, dtype=dtype, **({} if copy is None else {"copy": copy}))
+
+    def tolist(self) -> Any:
+        return self._value.tolist()
+
+    def tobytes(self, order: str = "C") -> bytes:
+        return self._value.tobytes(order)
+
+    def __repr__(self) -> str:
+        dtype_str = f"dtype={self.dtype.name}" + (", weak_type=True" if self._weak_type else "")
+        if self.is_deleted():
+            return f"Array(shape={self.shape}, {dtype_str}, deleted=True)"
+        if not (self.is_fully_addressable or self.is_fully_replicated) or not self._sharding.addressable_devices:
+            return f"Array(shape={self.shape}, {dtype_str})"
+        prefix = "Array("
+        width = np.get_printoptions()["linewidth"]
+        if self.size == 0:
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ", max_line_width=width)
+        last_line = len(body) - body.rfind("\n") + 1
+        sep = " " * len(prefix) if last_line + len(dtype_str) + 2 > width else " "
+        return f"{prefix}{body},{sep}{dtype_str})"
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    def __format__(self, format_spec: str) -> str:
+        value = self._value
+        return format(value if value.ndim else value[()], format_spec)
+
+    # -- Python protocols (numpy's semantics and errors) ---------------------------------------------
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Array]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __complex__(self) -> complex:
+        return complex(self._value)
+
+    def __index__(self) -> int:
+        return operator.index(self._value)
+
+    def __getitem__(self, idx: Any) -> Array:
+        """A piece of the array. An index that selects exactly one stored piece returns that device's buffer
+        (no copy, no host trip); any other index is taken on the host and placed on the first device."""
+        self._check_if_deleted()
+        box = _as_box(idx, self.shape)
+        if box is not None:
+            layout = _layout(self._sharding, self.shape)
+            if box == _full(self.shape):
+                return self
+            for pos, b in enumerate(layout.boxes):
+                if b == box:
+                    return self.addressable_data(pos)
+        value = self._value[idx]
+        return _from_host(value, _on_device(_layout(self._sharding, self.shape).devices[0]), self._weak_type)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_unpickle, (np.array(self._value), self._sharding, self._weak_type))
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self._single_buffer("__dlpack__").__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[Any, int]:
+        return self._single_buffer("__dlpack_device__").__dlpack_device__()
+
+    def unsafe_buffer_pointer(self) -> int:
+        """The device address of a single-device array's buffer."""
+        return self._single_buffer("unsafe_buffer_pointer()", ValueError).unsafe_buffer_pointer()
+
+    def _single_buffer(self, what: str, error: type[Exception] = BufferError) -> Any:
+        self._check_if_deleted()
+        if self._sharding.num_devices != 1:
+            raise error(
+                f"{what} can only pack an array on a single device, but this Array's sharding spans "
+                f"{self._sharding.num_devices} devices. Use .addressable_data(i) for one device's piece."
+            )
+        return _jaxlib.per_device_arrays(self._impl)[0]
+
+    # -- interop --------------------------------------------------------------------------------------
+
+    def to_jax(self) -> jax.Array:
+        """The same device buffers as a ``jax.Array`` (no copy): deleting either deletes both."""
+        self._check_if_deleted()
+        target = _jax_sharding(self._sharding)
+        if target is None:
+            return self._impl
+        return _jaxlib.array_impl(
+            _aval(self.shape, self.dtype, self._weak_type), target, _jaxlib.per_device_arrays(self._impl)
+        )
+
+
+def _init(arr: Array, impl: Any, sharding: Sharding, weak_type: bool) -> None:
+    arr._impl = impl
+    arr._sharding = sharding
+    arr._weak_type = weak_type
+    arr._npy = None
+    arr._shards = None
+
+
+def wrap(impl: Any, sharding: Sharding, *, weak_type: bool = False) -> Array:
+    """An Array over a global jaxlib array that already matches ``sharding``: no checks, no copies.
+
+    The executor's result handlers call this on every output, so it only fills the slots.
+    """
+    arr = Array.__new__(Array)
+    _init(arr, impl, sharding, weak_type)
+    return arr
+
+
+def _unpickle(value: np.ndarray, sharding: Sharding, weak_type: bool) -> Array:
+    return _from_host(value, sharding, weak_type)
+
+
+def _as_box(idx: Any, shape: Shape) -> Box | None:
+    """The box an index of plain slices selects, or None when it drops, strides or fancy-indexes anything."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    if len(idx) > len(shape) or not all(isinstance(s, slice) for s in idx):
+        return None
+    if any(s.step not in (None, 1) for s in idx):
+        return None
+    return _box(idx + (slice(None),) * (len(shape) - len(idx)), shape)
+
+
+# -- constructor checks ---------------------------------------------------------------------------------
+
+
+def _single_device(a: Any, i: int) -> tuple[Any, Device]:
+    if isinstance(a, Array):
+        a = a._impl
+    if not isinstance(a, jax.Array):
+        raise TypeError(f"Per-device array {i} must be a shardkit or jax Array on one device, got {type(a).__name__}.")
+    devices = a.devices()
+    if len(devices) != 1:
+        raise ValueError(f"Per-device array {i} must live on one device, but it spans {len(devices)}: {sorted(d.id for d in devices)}.")
+    return a, next(iter(devices))
+
+
+def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any) -> tuple[Any, Sharding, bool]:
+    """Validates per-device arrays against the sharding (the seed's constructor checks) and builds the impl."""
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"sharding must be a shardkit Sharding, got {type(sharding).__name__}.")
+    arrays = [_single_device(a, i) for i, a in enumerate(arrays)]
+    if not arrays:
+        raise ValueError("At least one per-device array is needed to build an Array.")
+    dtype = np.dtype(dtype) if dtype is not None else arrays[0][0].dtype
+    for a, device in arrays:
+        if a.dtype != dtype:
+            raise ValueError(
+                "Input buffers to `Array` must have matching dtypes. "
+                f"Got {a.dtype}, expected {dtype} for the array on device {device}."
+            )
+    layout = _layout(sharding, shape)
+    if len(arrays) != len(layout.devices):
+        raise ValueError(
+            f"Expected {len(layout.devices)} per-device arrays (this is how many devices are addressable by the "
+            f"sharding), but got {len(arrays)}."
+        )
+    by_device = {device: a for a, device in arrays}
+    if len(by_device) != len(arrays):
+        repeated = sorted({d.id for _, d in arrays if sum(d == e for _, e in arrays) > 1})
+        raise ValueError(f"Per-device arrays must be on distinct devices, but devices {repeated} hold more than one.")
+    expected_ids = {d.id for d in layout.devices}
+    given_ids = {d.id for d in by_device}
+    if expected_ids != given_ids:
+        msg = "Addressable devices and per-device arrays devices do not match."
+        if expected_ids - given_ids:
+            msg += f" Sharding contains devices {sorted(expected_ids - given_ids)} that are not present in per-device arrays."
+        if given_ids - expected_ids:
+            msg += f" Per-device arrays contain devices {sorted(given_ids - expected_ids)} that are not present in the sharding."
+        raise ValueError(msg)
+    expected = sharding.shard_shape(shape)
+    for a, device in arrays:
+        if a.shape != expected:
+            raise ValueError(
+                f"Expected shard shape {expected} doesn't match the single device array shape {a.shape} on "
+                f"device {device}. Shape of Array is {_short(shape, dtype)} with sharding {sharding}."
+            )
+    ordered = [by_device[d] for d in layout.devices]
+    if expected != layout.piece_shape:  # PmapSharding: buffers keep the mapped dimension
+        pieces = [_aligned_empty(layout.piece_shape, dtype) for _ in ordered]
+        for piece, host in zip(pieces, _to_host(ordered)):
+            np.copyto(piece, host.reshape(layout.piece_shape))
+        return _put(sharding, shape, dtype, layout, pieces), sharding, False
+    return _jaxlib.array_impl(_aval(shape, dtype, False), jaxlib_sharding(sharding, len(shape)), ordered), sharding, False
+
+
+# -- constructors --------------------------------------------------------------------------------------
+
+
+def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Sharding, arrays: Sequence[Any]) -> Array:
+    """An Array from one single-device array per addressable device of ``sharding`` (no copies).
+
+    ``shape`` is the global shape; it double-checks what ``sharding`` and the arrays' shapes imply.
+
+    Examples:
+        >>> mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
+        >>> s = NamedSharding(mesh, P("x", "y"))
+        >>> data = np.arange(64).reshape(8, 8)
+        >>> arrays = [jax.device_put(data[i], d) for d, i in s.addressable_devices_indices_map((8, 8)).items()]
+        >>> make_array_from_single_device_arrays((8, 8), s, arrays).shape
+        (8, 8)
+    """
+    return Array(shape, sharding, arrays)
+
+
+def _canonical_dtype(dtype: np.dtype) -> np.dtype:
+    if dtype == object:
+        raise TypeError("Arrays of Python objects cannot be placed on devices.")
+    return np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+
+
+def make_array_from_callback(shape: Sequence[int], sharding: Sharding, data_callback: Callable[[Index], Any]) -> Array:
+    """An Array whose pieces come from ``data_callback(index)``, called once per distinct local piece.
+
+    The callback may return anything numpy can read; its data is copied, so the caller may reuse it.
+
+    Examples:
+        >>> data = np.arange(64).reshape(8, 8)
+        >>> mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
+        >>> arr = make_array_from_callback((8, 8), NamedSharding(mesh, P("x", "y")), lambda i: data[i])
+        >>> arr.addressable_data(0).shape
+        (4, 2)
+    """
+    shape = _canonical_shape(shape)
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"sharding must be a shardkit Sharding, got {type(sharding).__name__}.")
+    layout = _layout(sharding, shape)
+    index_map = sharding.addressable_devices_indices_map(shape)
+    expected = sharding.shard_shape(shape)
+    values: dict[int, np.ndarray] = {}
+    dtype = None
+    for pos in layout.distinct:
+        value = np.asarray(data_callback(index_map[layout.devices[pos]]))
+        this = _canonical_dtype(value.dtype)
+        dtype = this if dtype is None else dtype
+        if this != dtype:
+            raise ValueError(
+                f"Input buffers to `Array` must have matching dtypes. Got {this}, expected {dtype} for the "
+                f"piece of device {layout.devices[pos]}."
+            )
+        if value.shape != expected:
+            raise ValueError(
+                f"Expected shard shape {expected} doesn't match the single device array shape {value.shape} for "
+                f"device {layout.devices[pos]}. Shape of Array is {_short(shape, dtype)} with sharding {sharding}."
+            )
+        values[pos] = value.reshape(layout.piece_shape)
+    if dtype is None:
+        raise ValueError(f"Sharding {sharding} has no device addressable by this process.")
+    pieces = _owned_pieces(layout, dtype, lambda pos: [(layout.boxes[pos], values[pos])])
+    return wrap(_put(sharding, shape, dtype, layout, pieces), sharding)
+
+
+def make_array_from_process_local_data(
+    sharding: Sharding, local_data: Any, global_shape: Sequence[int] | None = None
+) -> Array:
+    """An Array from the data this process holds, placed where ``sharding`` wants it.
+
+    Each dimension of ``local_data`` either equals the global one, or is the span of the indices this
+    process's devices hold along it (then the pieces are packed in index order). With ``global_shape=None``
+    the global shape is inferred from how many distinct slices the whole sharding has per dimension.
+
+    Examples:
+        >>> mesh = make_mesh((2, 4), ("x", "y"))
+        >>> s = NamedSharding(mesh, P(("x", "y")))
+        >>> local = np.arange(16 * 32).reshape(16, 32)
+        >>> make_array_from_process_local_data(s, local, (16, 32)).addressable_data(0).shape
+        (2, 32)
+    """
+    local_data = np.asarray(local_data)
+    local_shape = local_data.shape
+    if global_shape is None:
+        global_shape = _local_to_global_shape(sharding, local_shape)
+    global_shape = _canonical_shape(global_shape)
+    if len(global_shape) != len(local_shape):
+        raise ValueError(f"global_shape {global_shape} and local data shape {local_shape} differ in rank.")
+    shard_shape = sharding.shard_shape(global_shape)
+    starts = _local_starts(sharding, global_shape)
+    full_dim = []
+    for i, (data_dim, global_dim) in enumerate(zip(local_shape, global_shape)):
+        full_dim.append(data_dim == global_dim)
+        if data_dim != global_dim and data_dim != len(starts[i]) * shard_shape[i]:
+            raise ValueError(
+                "Invalid host data, each dimension should match either global or process shape. In dimension "
+                f"{i}, the process data has {data_dim} elements. Process addresses {len(starts[i]) * shard_shape[i]} "
+                f"elements and global_shape={global_shape}."
+            )
+
+    def local_piece(index: Index) -> np.ndarray:
+        at = []
+        for i, (lo, hi) in enumerate(_box(index, global_shape)):
+            if not full_dim[i]:
+                lo = starts[i].index(lo) * shard_shape[i]
+                hi = lo + shard_shape[i]
+            at.append(slice(lo, hi))
+        return local_data[tuple(at)]
+
+    return make_array_from_callback(global_shape, sharding, local_piece)
+
+
+def _local_starts(sharding: Sharding, shape: Shape) -> list[list[int]]:
+    """Per dimension, the sorted distinct starts of the pieces this process holds."""
+    boxes = _layout(sharding, shape).boxes
+    return [sorted({b[i][0] for b in boxes}) for i in range(len(shape))]
+
+
+def _local_to_global_shape(sharding: Sharding, local_shape: Shape) -> Shape:
+    """Global size per dimension = local size * (distinct slices overall / distinct slices held here)."""
+    # Pieces have the same size, so the counts can be taken on any shape divisible by the tiling.
+    probe = tuple(max(n, 1) * sharding.num_devices for n in local_shape)
+    everywhere = [{_box(i, probe)[d] for i in sharding.devices_indices_map(probe).values()} for d in range(len(probe))]
+    here = _local_starts(sharding, probe)
+    out = []
+    for d, n in enumerate(local_shape):
+        total, held = len(everywhere[d]), len(here[d])
+        if (n * total) % held:
+            raise ValueError(f"Cannot infer global_shape: dimension {d} of the local data ({n}) does not split over {held} local slices. Pass global_shape.")
+        out.append(n * total // held)
+    return tuple(out)
+
+
+def _host_value(x: Any) -> tuple[np.ndarray, np.dtype, bool]:
+    """(numpy value, canonical dtype, weak_type) of a host value: Python scalars are weakly typed, as in jax."""
+    weak = isinstance(x, (int, float, complex)) and not isinstance(x, (bool, np.generic))
+    value = np.asarray(x)
+    dtype = _canonical_dtype(value.dtype)
+    if weak and isinstance(x, int) and not np.can_cast(np.min_scalar_type(x), dtype):
+        raise OverflowError(f"Python int {x} too large to convert to {dtype}.")
+    return value, dtype, weak
+
+
+def _target(sharding: Any, ndim: int) -> Sharding:
+    if isinstance(sharding, Sharding):
+        return sharding
+    if sharding is None:
+        return _on_device(jax.devices()[0])
+    if isinstance(sharding, jax.sharding.Sharding):
+        return _from_jax_sharding(sharding, ndim)
+    if hasattr(sharding, "platform") and hasattr(sharding, "id"):
+        return _on_device(sharding)
+    raise TypeError(f"device_put needs a shardkit Sharding, a jax Sharding, a Device or None; got {sharding!r}.")
+
+
+def device_put(x: Any, sharding: Sharding | Device | None = None) -> Array:
+    """``x`` placed as ``sharding`` says (default: the first device).
+
+    ``x`` may be a numpy array, a Python scalar or (nested) list, a shardkit Array (resharded: buffers that
+    already hold their piece are kept, others are copied device to device, and only pieces no device holds
+    whole go through the host) or a jax Array (wrapped without copying, then resharded). Host data is
+    copied, so writing to ``x`` afterwards never changes the Array. Unlike ``jax.device_put``, a list is
+    one array (as ``jnp.asarray`` reads it), not a pytree.
+
+    Examples:
+        >>> mesh = make_mesh((4, 2), ("x", "y"))
+        >>> x = device_put(np.arange(8.0), NamedSharding(mesh, P("x")))
+        >>> [s.index for s in x.addressable_shards[:3]]
+        [(slice(0, 2, None),), (slice(0, 2, None),), (slice(2, 4, None),)]
+    """
+    if isinstance(x, (Array, jax.Array)):
+        x = asarray(x)
+        if sharding is None:
+            return x
+        return _reshard(x, _target(sharding, x.ndim))
+    return _from_host(x, sharding)
+
+
+def _from_host(x: Any, sharding: Any, weak_type: bool | None = None) -> Array:
+    value, dtype, weak = _host_value(x)
+    sharding = _target(sharding, value.ndim)
+    shape = value.shape
+    layout = _layout(sharding, shape)
+    full = _full(shape)
+    pieces = _owned_pieces(layout, dtype, lambda pos: [(full, value)])
+    return wrap(_put(sharding, shape, dtype, layout, pieces), sharding, weak_type=weak if weak_type is None else weak_type)
+
+
+# -- resharding ------------------------------------------------------------------------------------------
+
+
+def _reshard(x: Array, sharding: Sharding) -> Array:
+    x._check_if_deleted()
+    shape, dtype = x.shape, x.dtype
+    if sharding == x._sharding:
+        return x
+    src, dst = _layout(x._sharding, shape), _layout(sharding, shape)
+    buffers = _jaxlib.per_device_arrays(x._impl)
+    holders: dict[Box, list[int]] = {}
+    for pos, box in enumerate(src.boxes):
+        holders.setdefault(box, []).append(pos)
+    out: list[Any] = [None] * len(dst.devices)
+    copies: list[int] = []  # dst positions filled by a device-to-device copy
+    assemble: list[int] = []  # dst positions whose piece no device holds whole
+    for pos, (device, box) in enumerate(zip(dst.devices, dst.boxes)):
+        candidates = holders.get(box)
+        if candidates is None:
+            assemble.append(pos)
+            continue
+        here = [p for p in candidates if src.devices[p] == device]
+        if here:
+            out[pos] = buffers[here[0]]
+        else:
+            out[pos] = buffers[candidates[0]]
+            copies.append(pos)
+    if assemble and not (x.is_fully_addressable and _holds_every_piece(x._sharding, shape)):
+        raise ValueError(
+            f"Cannot reshard an Array of shape {shape} that spans other processes' devices from {x._sharding} "
+            f"to {sharding}: the new pieces on devices {[dst.devices[p].id for p in assemble]} are not held "
+            "whole by any local device."
+        )
+    if copies:
+        moved = xc.batched_copy_array_to_devices_with_sharding(
+            [out[p] for p in copies],
+            [xc.DeviceList((dst.devices[p],)) for p in copies],
+            [jaxlib_sharding(_on_device(dst.devices[p]), len(shape)) for p in copies],
+            [xc.ArrayCopySemantics.ALWAYS_COPY] * len(copies),
+        )
+        for p, b in zip(copies, moved):
+            out[p] = b
+    if assemble:
+        distinct = src.distinct
+        sources = list(zip((src.boxes[p] for p in distinct), _to_host([buffers[p] for p in distinct])))
+        if len(assemble) == len(dst.devices):
+            pieces = _owned_pieces(dst, dtype, lambda pos: sources)
+            return wrap(_put(sharding, shape, dtype, dst, pieces), sharding, weak_type=x._weak_type)
+        for p in assemble:
+            out[p] = _put_one(_assemble(_aligned_empty(dst.piece_shape, dtype), dst.boxes[p], sources), dst.devices[p])
+    impl = _jaxlib.array_impl(_aval(shape, dtype, False), jaxlib_sharding(sharding, len(shape)), out)
+    return wrap(impl, sharding, weak_type=x._weak_type)
+
+
+# -- jax interop -----------------------------------------------------------------------------------------
+
+
+@memoize()
+def _from_jax_sharding(s: jax.sharding.Sharding, ndim: int) -> Sharding:
+    """The shardkit sharding that places pieces as the jax sharding ``s`` does."""
+    if isinstance(s, jax.sharding.NamedSharding) and isinstance(s.mesh, jax.sharding.Mesh):
+        types = tuple(AxisType[t.name] for t in s.mesh.axis_types)
+        mesh = Mesh(s.mesh.devices, s.mesh.axis_names, axis_types=types)
+        spec = PartitionSpec(*(UNCONSTRAINED if e is jax.sharding.PartitionSpec.UNCONSTRAINED else e for e in s.spec))
+        return NamedSharding(mesh, spec, memory_kind=s.memory_kind)
+    if isinstance(s, jax.sharding.SingleDeviceSharding):
+        (device,) = s.device_set
+        return SingleDeviceSharding(device, memory_kind=s.memory_kind)
+    devices, hlo = _jaxlib.jax_sharding_hlo(s, ndim)
+    return GSPMDSharding(devices, hlo, memory_kind=s.memory_kind)
+
+
+@memoize()
+def _jax_sharding(s: Sharding) -> jax.sharding.Sharding | None:
+    """jax's own sharding for a shardkit NamedSharding or SingleDeviceSharding (None: keep the GSPMD form)."""
+    if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh):
+        types = tuple(getattr(jax.sharding.AxisType, t.name) for t in s.mesh.axis_types)
+        mesh = jax.sharding.Mesh(s.mesh.devices, s.mesh.axis_names, axis_types=types)
+        spec = jax.sharding.PartitionSpec(
+            *(jax.sharding.PartitionSpec.UNCONSTRAINED if e is UNCONSTRAINED else e for e in s.spec)
+        )
+        return jax.sharding.NamedSharding(mesh, spec, memory_kind=s.memory_kind)
+    if isinstance(s, SingleDeviceSharding):
+        return jax.sharding.SingleDeviceSharding(s.device, memory_kind=s.memory_kind)
+    return None
+
+
+def asarray(x: Any) -> Array:
+    """``x`` as a shardkit Array: a jax Array is wrapped without copying its device buffers (both then share
+    them); a shardkit Array is returned as is; anything else is ``device_put`` on the first device.
+
+    Examples:
+        >>> asarray(jax.numpy.arange(4)).sharding
+        SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)
+    """
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, jax.Array):
+        if x.is_deleted():
+            raise RuntimeError(f"Array has been deleted with shape={_short(x.shape, x.dtype)}.")
+        sharding = _from_jax_sharding(x.sharding, x.ndim)
+        impl = _jaxlib.array_impl(
+            _aval(x.shape, x.dtype, x.weak_type), jaxlib_sharding(sharding, x.ndim), _jaxlib.per_device_arrays(x)
+        )
+        return wrap(impl, sharding, weak_type=x.weak_type)
+    return device_put(x)

@@ -1,0 +1,85 @@
+"""The pre-jax.Array names from the seeds, as a thin layer over ``shardkit.Array``.
+
+``GlobalDeviceArray`` is an ``Array`` whose sharding is ``NamedSharding(mesh, P(*mesh_axes))``, built the way
+the jax.Array migration guide maps it: the constructor is ``make_array_from_single_device_arrays`` and
+``from_callback`` is ``make_array_from_callback``; ``local_shards``/``local_data`` are ``addressable_shards``/
+``addressable_data``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from shardkit.array import Array, Index, Shard, _init, make_array_from_callback
+from shardkit.mesh import Mesh
+from shardkit.partition_spec import PartitionSpec
+from shardkit.sharding import NamedSharding, _index_key
+
+
+def _sharding(mesh: Mesh, mesh_axes: Sequence[Any]) -> NamedSharding:
+    spec = mesh_axes if isinstance(mesh_axes, PartitionSpec) else PartitionSpec(*mesh_axes)
+    return NamedSharding(mesh, spec)
+
+
+class GlobalDeviceArray(Array):
+    """A logical array sharded over a mesh's devices (and processes), by mesh axis names per dimension.
+
+    Args:
+        global_shape: the global shape.
+        global_mesh: the mesh over every process's devices.
+        mesh_axes: per dimension, a mesh axis name, a tuple of names or None (a PartitionSpec works too).
+        device_buffers: one single-device array per local device of the mesh.
+
+    Examples:
+        >>> mesh = make_mesh((4, 2), ("x", "y"))
+        >>> data = np.arange(64).reshape(8, 8)
+        >>> gda = GlobalDeviceArray.from_callback((8, 8), mesh, P("x", "y"), lambda index: data[index])
+        >>> gda.local_shards[0].data.shape, gda.mesh_axes
+        ((2, 4), PartitionSpec('x', 'y'))
+    """
+
+    __slots__ = ()
+
+    def __init__(self, global_shape: Sequence[int], global_mesh: Mesh, mesh_axes: Sequence[Any],
+                 device_buffers: Sequence[Any]):
+        super().__init__(global_shape, _sharding(global_mesh, mesh_axes), device_buffers)
+
+    @classmethod
+    def _of(cls, arr: Array) -> GlobalDeviceArray:
+        out = cls.__new__(cls)
+        _init(out, arr._impl, arr._sharding, arr._weak_type)
+        return out
+
+    @classmethod
+    def from_callback(cls, global_shape: Sequence[int], global_mesh: Mesh, mesh_axes: Sequence[Any],
+                      data_callback: Callable[[Index], Any]) -> GlobalDeviceArray:
+        """Calls ``data_callback(index)`` once per distinct local piece (as ``make_array_from_callback``)."""
+        return cls._of(make_array_from_callback(global_shape, _sharding(global_mesh, mesh_axes), data_callback))
+
+    @classmethod
+    def from_batched_callback(cls, global_shape: Sequence[int], global_mesh: Mesh, mesh_axes: Sequence[Any],
+                              data_callback: Callable[[list[Index]], Sequence[Any]]) -> GlobalDeviceArray:
+        """Calls ``data_callback(indices)`` once with every distinct local index; it returns one value each."""
+        sharding = _sharding(global_mesh, mesh_axes)
+        indices = list({_index_key(i): i for i in sharding.addressable_devices_indices_map(tuple(global_shape)).values()}.values())
+        values = {_index_key(i): v for i, v in zip(indices, data_callback(indices))}
+        return cls._of(make_array_from_callback(global_shape, sharding, lambda index: values[_index_key(index)]))
+
+    @property
+    def mesh(self) -> Mesh:
+        return self._sharding.mesh
+
+    @property
+    def mesh_axes(self) -> PartitionSpec:
+        return self._sharding.spec
+
+    @property
+    def local_shards(self) -> list[Shard]:
+        return self.addressable_shards
+
+    def local_data(self, index: int) -> Array:
+        return self.addressable_data(index)
+
+
+__all__ = ["GlobalDeviceArray"]

@@ -1,0 +1,144 @@
+"""Host-local <-> global conversions and gathers for programs that run one process per host.
+
+The seeds' ``multihost_utils`` helpers over shardkit Arrays. A host-local value is what one process sees:
+its arrays span only the process's part of the mesh (``mesh.local_mesh``). Each helper maps a pytree
+(jax.tree_util) with one PartitionSpec per leaf (a single spec applies to every leaf).
+
+In one process the local mesh is the whole mesh, so local and global shapes agree; the conversions then
+only re-label buffers. ``process_allgather`` across processes needs a compiled collective, which it gets
+from ``shardkit.jit`` (the executor) only when there is more than one process.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import numpy as np
+
+from shardkit import _jaxlib
+from shardkit.array import Array, _aval, _reshard, jaxlib_sharding, make_array_from_process_local_data, wrap
+from shardkit.mesh import Mesh
+from shardkit.partition_spec import PartitionSpec
+from shardkit.sharding import GSPMDSharding, NamedSharding
+
+
+def _map(fn: Any, tree: Any, pspecs: Any) -> Any:
+    if isinstance(pspecs, PartitionSpec):
+        return jax.tree_util.tree_map(lambda x: fn(x, pspecs), tree)
+    if pspecs is None:
+        raise ValueError(
+            "`None` is not a valid input to the pspecs argument. Use PartitionSpec() to replicate the input."
+        )
+    return jax.tree_util.tree_map(fn, tree, pspecs, is_leaf=lambda x: isinstance(x, PartitionSpec))
+
+
+def _scale(mesh: Mesh, spec: PartitionSpec, dim: int) -> tuple[int, int]:
+    """(global, local) number of pieces that ``spec`` cuts dimension ``dim`` into."""
+    axes = spec.axes_of(dim) if dim < len(spec) else ()
+    local = mesh.local_mesh
+    return math.prod(mesh.axis_size(a) for a in axes), math.prod(local.axis_size(a) for a in axes)
+
+
+def host_local_array_to_global_array(local_inputs: Any, global_mesh: Mesh, pspecs: Any) -> Any:
+    """Each process's local arrays -> global Arrays over ``global_mesh``, sharded as ``pspecs`` say.
+
+    A local dimension cut into k pieces on this process's devices and n pieces overall grows by n / k.
+    A shardkit Array already laid out over the local mesh keeps its buffers (no copy).
+
+    Examples:
+        >>> mesh = make_mesh((4, 2), ("x", "y"))
+        >>> host_local_array_to_global_array(np.arange(8.0), mesh, P("x")).sharding.spec
+        PartitionSpec('x',)
+    """
+
+    def one(x: Any, spec: PartitionSpec) -> Array:
+        if isinstance(x, Array) and not x.is_fully_addressable:
+            return x
+        sharding = NamedSharding(global_mesh, spec)
+        local_sharding = NamedSharding(global_mesh.local_mesh, spec)
+        shape = np.shape(x)
+        global_shape = tuple(n * g // l for n, (g, l) in ((n, _scale(global_mesh, spec, d)) for d, n in enumerate(shape)))
+        if isinstance(x, Array) and x.sharding.is_equivalent_to(local_sharding, x.ndim):
+            impl = _jaxlib.array_impl(
+                _aval(global_shape, x.dtype, x.weak_type), jaxlib_sharding(sharding, x.ndim),
+                _jaxlib.per_device_arrays(x._impl),
+            )
+            return wrap(impl, sharding, weak_type=x.weak_type)
+        return make_array_from_process_local_data(sharding, x, global_shape)
+
+    return _map(one, local_inputs, pspecs)
+
+
+def global_array_to_host_local_array(global_inputs: Any, global_mesh: Mesh, pspecs: Any) -> Any:
+    """Global Arrays -> this process's part, as Arrays over ``global_mesh.local_mesh`` (no copy).
+
+    As in jax, an Array that is already fully addressable (always, in one process) is returned as is.
+
+    Examples:
+        >>> mesh = make_mesh((4, 2), ("x", "y"))
+        >>> x = device_put(np.arange(8.0), NamedSharding(mesh, P("x")))
+        >>> global_array_to_host_local_array(x, mesh, P("x")) is x
+        True
+    """
+
+    def one(x: Any, spec: PartitionSpec) -> Array:
+        if isinstance(x, Array) and x.is_fully_addressable:
+            return x
+        sharding = NamedSharding(global_mesh, spec)
+        if not isinstance(x, Array):
+            return host_local_array_to_global_array(x, global_mesh.local_mesh, spec)
+        if not x.sharding.is_equivalent_to(sharding, x.ndim):
+            x = _reshard(x, sharding)
+        local_sharding = NamedSharding(global_mesh.local_mesh, spec)
+        local_shape = tuple(n * l // g for n, (g, l) in ((n, _scale(global_mesh, spec, d)) for d, n in enumerate(x.shape)))
+        impl = _jaxlib.array_impl(
+            _aval(local_shape, x.dtype, x.weak_type), jaxlib_sharding(local_sharding, x.ndim),
+            _jaxlib.per_device_arrays(x._impl),
+        )
+        return wrap(impl, local_sharding, weak_type=x.weak_type)
+
+    return _map(one, global_inputs, pspecs)
+
+
+def _replicated(x: Array) -> Array:
+    """``x`` copied whole onto every device, through a compiled identity (the collective crosses processes)."""
+    from shardkit import jit  # the executor; imported here because it sits above arrays in the pipeline
+
+    s = x.sharding
+    target = (
+        s.with_spec(PartitionSpec()) if isinstance(s, NamedSharding)
+        else GSPMDSharding.get_replicated(s._device_assignment, memory_kind=s.memory_kind)
+    )
+    return jit(lambda a: a, out_shardings=target)(x)
+
+
+def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
+    """Every process gets the whole value of each leaf, as numpy.
+
+    A global Array that spans several processes is gathered whole (``tiled=True`` is required). Anything
+    else is one process's value: the processes' values are stacked on a new leading axis, or concatenated
+    along axis 0 when ``tiled``.
+
+    Examples:
+        >>> process_allgather(np.arange(3.0)).shape   # one process: stacked on a new axis of size 1
+        (1, 3)
+    """
+
+    def one(x: Any) -> np.ndarray:
+        if isinstance(x, Array) and not x.is_fully_addressable:
+            if not tiled:
+                raise ValueError("Gathering global non-fully-addressable arrays only supports tiled=True.")
+            return np.asarray(_replicated(x).addressable_data(0))
+        value = np.asarray(x)
+        if jax.process_count() == 1:
+            return value if tiled else value[np.newaxis]
+        if value.ndim == 0 or not tiled:
+            value = value[np.newaxis]
+        devices = np.array(jax.devices()).reshape(jax.process_count(), jax.local_device_count())
+        mesh = Mesh(devices, ("processes", "local_devices"))
+        stacked = host_local_array_to_global_array(value, mesh, PartitionSpec("processes"))
+        return np.asarray(_replicated(stacked).addressable_data(0))
+
+    return jax.tree_util.tree_map(one, in_tree)

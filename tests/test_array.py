@@ -1,0 +1,460 @@
+"""shardkit.Array against jax.Array: constructors, device_put, resharding, host values, protocols, errors."""
+
+import operator
+import pickle
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import shardkit as sk
+from shardkit import P
+from shardkit import array as ska
+from tests.jax_oracle import jax_named, random_case
+
+DEVS = jax.devices()
+MESH = sk.Mesh(np.array(DEVS).reshape(4, 2), ("x", "y"))
+XY = sk.NamedSharding(MESH, P("x", "y"))
+XN = np.arange(32, dtype=np.float32).reshape(8, 4)
+
+
+def cases(n, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        mesh, spec, shape = random_case(rng)
+        spec = P(*(None if e is sk.UNCONSTRAINED else e for e in spec))
+        s = sk.NamedSharding(mesh, spec)
+        out.append((s, jax_named(s), shape))
+    return out
+
+
+def ptr(a):
+    return a.unsafe_buffer_pointer()
+
+
+def assert_same_array(x: sk.Array, j: jax.Array):
+    """Same shape, dtype, weak type, shards (device, index, replica id, data) and value."""
+    assert isinstance(x, sk.Array)
+    assert (x.shape, x.dtype, x.weak_type) == (j.shape, j.dtype, j.weak_type)
+    got = [(s.device, s.index, s.replica_id) for s in x.addressable_shards]
+    want = [(s.device, s.index, s.replica_id) for s in j.addressable_shards]
+    assert got == want
+    for a, b in zip(x.addressable_shards, j.addressable_shards):
+        assert a.data.sharding.device == a.device
+        np.testing.assert_array_equal(np.asarray(a.data), np.asarray(b.data))
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(j))
+    assert x.is_fully_replicated == j.is_fully_replicated
+    assert x.is_fully_addressable == j.is_fully_addressable
+
+
+# -- differential: constructors, device_put, resharding -------------------------------------------------
+
+
+@pytest.mark.parametrize("s, js, shape", cases(24, seed=3))
+def test_callback_and_device_put_match_jax(s, js, shape):
+    data = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    calls = []
+    x = sk.make_array_from_callback(shape, s, lambda i: calls.append(i) or data[i])
+    assert_same_array(x, jax.make_array_from_callback(shape, js, lambda i: data[i]))
+    distinct = {tuple((sl.start, sl.stop) for sl in i) for i in s.devices_indices_map(shape).values()}
+    assert len(calls) == len(distinct)  # once per distinct piece, replicas skipped
+    assert_same_array(sk.device_put(data, s), jax.device_put(data, js))
+    assert x.sharding is s and x._impl.sharding == ska.jaxlib_sharding(s, len(shape))
+
+
+@pytest.mark.parametrize("pair", list(zip(cases(16, seed=5), cases(16, seed=6))))
+def test_reshard_matches_jax(pair):
+    (s1, js1, shape1), (s2, js2, shape2) = pair
+    shape = tuple(a * b for a, b in zip(shape1, shape2)) if len(shape1) == len(shape2) else shape1
+    if len(shape1) != len(shape2):
+        s2, js2 = sk.NamedSharding(s2.mesh, P()), jax.sharding.NamedSharding(js2.mesh, jax.sharding.PartitionSpec())
+    data = np.arange(np.prod(shape), dtype=np.int32).reshape(shape)
+    x = sk.device_put(data, s1)
+    assert_same_array(sk.device_put(x, s2), jax.device_put(jax.device_put(data, js1), js2))
+    np.testing.assert_array_equal(np.asarray(x), data)  # the source is untouched
+
+
+def test_make_array_from_single_device_arrays_reorders_and_matches_jax():
+    idx = XY.addressable_devices_indices_map(XN.shape)
+    arrays = [jax.device_put(XN[i], d) for d, i in idx.items()]
+    shuffled = [arrays[i] for i in (5, 2, 7, 0, 1, 6, 3, 4)]
+    x = sk.make_array_from_single_device_arrays(XN.shape, XY, shuffled)
+    assert_same_array(x, jax.make_array_from_single_device_arrays(XN.shape, jax_named(XY), shuffled))
+    assert [ptr(s.data) for s in x.addressable_shards] == [ptr(a) for a in arrays]  # no copies
+    mixed = [sk.asarray(a) if i % 2 else a for i, a in enumerate(arrays)]
+    np.testing.assert_array_equal(np.asarray(sk.Array(XN.shape, XY, mixed)), XN)
+
+
+@pytest.mark.parametrize("spec", [P("x"), P(None, "y"), P(("x", "y")), P("y", "x"), P()])
+def test_make_array_from_process_local_data_one_process(spec):
+    s = sk.NamedSharding(MESH, spec)
+    data = np.arange(8 * 8, dtype=np.float32).reshape(8, 8)
+    x = sk.make_array_from_process_local_data(s, data)
+    assert_same_array(x, jax.make_array_from_process_local_data(jax_named(s), data))
+    assert_same_array(sk.make_array_from_process_local_data(s, data, (8, 8)), jax.device_put(data, jax_named(s)))
+
+
+def test_device_put_host_values_like_jax():
+    s = sk.NamedSharding(MESH, P())
+    for value in [1.0, 3, True, 2j, np.float64(2.5), np.int64(7), [1.0, 2.0], [[1, 2], [3, 4]], (1, 2),
+                  np.arange(6).reshape(2, 3), np.arange(4, dtype=np.float16)]:
+        want = jax.device_put(jnp.asarray(value) if isinstance(value, (list, tuple)) else value, jax_named(s))
+        got = sk.device_put(value, s)
+        assert (got.dtype, got.weak_type, got.shape) == (want.dtype, want.weak_type, want.shape), value
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    one = sk.device_put(np.arange(3))
+    assert one.sharding == sk.SingleDeviceSharding(DEVS[0])
+    assert sk.device_put(np.arange(3), DEVS[5]).sharding == sk.SingleDeviceSharding(DEVS[5])
+    assert sk.device_put(XN, jax_named(XY)).sharding == XY  # jax shardings are converted
+
+
+def test_device_put_of_jax_arrays_and_asarray_do_not_copy():
+    j = jax.device_put(XN, jax_named(XY))
+    x = sk.asarray(j)
+    assert x.sharding == XY and sk.device_put(j).sharding == XY
+    assert [ptr(s.data) for s in x.addressable_shards] == [ptr(s.data) for s in j.addressable_shards]
+    assert_same_array(x, j)
+    back = x.to_jax()
+    assert isinstance(back, jax.Array) and back.sharding == j.sharding
+    assert [ptr(s.data) for s in back.addressable_shards] == [ptr(s.data) for s in j.addressable_shards]
+    assert jnp.sum(back) == XN.sum()  # jax computes on it
+    single = sk.asarray(jnp.arange(4))
+    assert single.sharding == sk.SingleDeviceSharding(DEVS[0]) and single.weak_type is False
+    gspmd = jax.jit(lambda a: a * 2, out_shardings=jax.sharding.NamedSharding(
+        jax.sharding.Mesh(np.array(DEVS).reshape(4, 2), ("a", "b")), jax.sharding.PartitionSpec("b")))(XN)
+    x = sk.asarray(gspmd)
+    assert isinstance(x.sharding, sk.NamedSharding)
+    assert_same_array(x, gspmd)
+    pos = sk.device_put(XN, sk.PositionalSharding(DEVS).reshape(4, 2))
+    assert isinstance(sk.asarray(pos.to_jax()).sharding, sk.GSPMDSharding)  # no jax Positional: the GSPMD form
+    np.testing.assert_array_equal(np.asarray(sk.asarray(pos.to_jax())), XN)
+    assert sk.asarray(x) is x and isinstance(sk.asarray([1, 2]), sk.Array)
+
+
+# -- resharding rules -----------------------------------------------------------------------------------
+
+
+def test_reshard_same_pieces_keeps_buffers():
+    x = sk.device_put(XN, XY)
+    same = sk.GSPMDSharding(DEVS, "{devices=[4,2]<=[8]}")
+    y = sk.device_put(x, same)
+    assert y.sharding is same
+    assert [ptr(s.data) for s in y.addressable_shards] == [ptr(s.data) for s in x.addressable_shards]
+    assert sk.device_put(x, XY) is x
+
+
+def test_reshard_replicated_across_meshes_with_other_device_order_moves_nothing():
+    other = sk.Mesh(np.array(DEVS[::-1]).reshape(2, 4), ("a", "b"))
+    x = sk.device_put(XN, sk.NamedSharding(MESH, P()))
+    y = sk.device_put(x, sk.NamedSharding(other, P()))
+    before = {s.device: ptr(s.data) for s in x.addressable_shards}
+    assert {s.device: ptr(s.data) for s in y.addressable_shards} == before
+    np.testing.assert_array_equal(np.asarray(y), XN)
+
+
+def test_reshard_to_permuted_devices_copies_device_to_device():
+    other = sk.Mesh(np.array(DEVS[::-1]).reshape(4, 2), ("x", "y"))
+    x = sk.device_put(XN, XY)
+    y = sk.device_put(x, sk.NamedSharding(other, P("x", "y")))
+    src = {(s.index[0].start, s.index[1].start): ptr(s.data) for s in x.addressable_shards}
+    for s in y.addressable_shards:
+        assert ptr(s.data) != src[(s.index[0].start, s.index[1].start)]  # a copy, on its own device
+        assert s.data.devices() == {s.device}
+    assert_same_array(y, jax.device_put(XN, jax_named(sk.NamedSharding(other, P("x", "y")))))
+
+
+def test_reshard_mixed_kept_copied_and_assembled_pieces():
+    x = sk.device_put(XN, sk.NamedSharding(MESH, P("x")))
+    y = sk.device_put(x, sk.NamedSharding(MESH, P(("x", "y"))))
+    z = sk.device_put(y, sk.PositionalSharding(DEVS).reshape(8, 1).replicate(0))
+    for a in (x, y, z):
+        np.testing.assert_array_equal(np.asarray(a), XN)
+    kept = sk.device_put(x, sk.GSPMDSharding(DEVS, "{devices=[4,1,2]<=[8] last_tile_dim_replicate}"))
+    assert [ptr(s.data) for s in kept.addressable_shards] == [ptr(s.data) for s in x.addressable_shards]
+
+
+# -- no aliasing of caller memory ---------------------------------------------------------------------
+
+
+def aligned_copy(a):
+    raw = np.empty(a.nbytes + 64, np.uint8)
+    off = -raw.ctypes.data % 64
+    out = raw[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
+
+
+@pytest.mark.parametrize("spec", [P("x"), P(None, "y"), P()])
+def test_writing_the_source_after_placement_changes_nothing(spec):
+    s = sk.NamedSharding(MESH, spec)
+    src = aligned_copy(XN)  # 64-byte aligned: the memory jaxlib would alias if handed over directly
+    placed = [sk.device_put(src, s), sk.make_array_from_callback(src.shape, s, lambda i: src[i]),
+              sk.make_array_from_process_local_data(s, src), sk.device_put(src, DEVS[3])]
+    src[...] = -1
+    for x in placed:
+        np.testing.assert_array_equal(np.asarray(x), XN)
+
+
+def test_replicas_do_not_share_memory():
+    x = sk.device_put(XN, sk.NamedSharding(MESH, P()))
+    assert len({ptr(s.data) for s in x.addressable_shards}) == 8
+
+
+# -- host values and protocols -------------------------------------------------------------------------
+
+
+def test_host_value_is_read_only_and_gathered_once_per_piece():
+    x = sk.device_put(XN, sk.NamedSharding(MESH, P("x")))
+    v = np.asarray(x)
+    assert not v.flags.writeable and np.asarray(x) is v
+    np.testing.assert_array_equal(np.asarray(x, dtype=np.int32), XN.astype(np.int32))
+    assert np.array(x).flags.writeable
+    assert x.tolist() == XN.tolist() and x.tobytes() == XN.tobytes()
+    assert x.on_device_size_in_bytes() == jax.device_put(XN, jax_named(x.sharding)).on_device_size_in_bytes()
+    x.copy_to_host_async()
+    assert x.block_until_ready() is x
+
+
+def test_repr_str_format_like_jax():
+    for value, s in [(XN, XY), (np.arange(3, dtype=np.int32), sk.NamedSharding(MESH, P())),
+                     (np.float32(2.5), sk.NamedSharding(MESH, P())), (np.zeros((0, 4), np.float32), XY),
+                     (np.arange(2000.0, dtype=np.float32), sk.NamedSharding(MESH, P("x")))]:
+        x, j = sk.device_put(value, s), jax.device_put(value, jax_named(s))
+        assert repr(x) == repr(j) and str(x) == str(j)
+    w = sk.device_put(1.0)
+    assert repr(w) == repr(jax.device_put(1.0)) == "Array(1., dtype=float32, weak_type=True)"
+    assert f"{sk.device_put(np.float32(2.5)):.3f}" == "2.500"
+    assert f"{sk.device_put(XN, XY)}" == str(XN)
+
+
+def test_scalar_conversions_and_numpy_errors():
+    assert float(sk.device_put(2.5)) == 2.5 and int(sk.device_put(7)) == 7
+    assert complex(sk.device_put(1 + 2j)) == 1 + 2j and bool(sk.device_put(True)) is True
+    assert operator.index(sk.device_put(np.int32(3))) == 3 and [0, 1, 2, 3][sk.device_put(3)] == 3
+    vec = sk.device_put(XN, XY)
+    for convert in (bool, int, float, complex, operator.index):
+        with pytest.raises(Exception) as ours:
+            convert(vec)
+        with pytest.raises(Exception) as numpys:
+            convert(XN)
+        assert (type(ours.value), str(ours.value)) == (type(numpys.value), str(numpys.value))
+    with pytest.raises(TypeError, match="only integer scalar arrays"):
+        operator.index(sk.device_put(2.5))
+    scalar = sk.device_put(np.float32(1))
+    with pytest.raises(TypeError, match=r"len\(\) of unsized object"):
+        len(scalar)
+    with pytest.raises(TypeError, match="iteration over a 0-d array"):
+        iter(scalar)
+
+
+def test_len_iter_and_indexing():
+    x = sk.device_put(XN, XY)
+    assert len(x) == 8
+    rows = list(x)
+    assert len(rows) == 8 and all(isinstance(r, sk.Array) for r in rows)
+    np.testing.assert_array_equal(np.stack([np.asarray(r) for r in rows]), XN)
+    for idx in [3, (2, 1), (slice(1, 5), slice(None, None, 2)), (..., 1), np.array([0, 7]), slice(None, None, -1)]:
+        got = x[idx]
+        assert isinstance(got, sk.Array)
+        np.testing.assert_array_equal(np.asarray(got), XN[idx])
+    shard = x.addressable_shards[3]
+    piece = x[shard.index]
+    assert ptr(piece) == ptr(shard.data) and piece.sharding == sk.SingleDeviceSharding(shard.device)  # no copy
+    assert x[:] is x
+    assert float(x[2, 1]) == XN[2, 1]
+
+
+def test_pickle_round_trips_shape_dtype_value_and_sharding():
+    for value, s in [(XN, XY), (XN, sk.GSPMDSharding(DEVS, "{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}")),
+                     (XN, sk.PositionalSharding(DEVS).reshape(4, 2)), (np.arange(5), sk.SingleDeviceSharding(DEVS[2])),
+                     (np.arange(8, dtype=np.int8).reshape(8, 1), sk.PmapSharding(DEVS, 0))]:
+        x = sk.device_put(value, s)
+        y = pickle.loads(pickle.dumps(x))
+        assert (y.shape, y.dtype, y.sharding) == (x.shape, x.dtype, x.sharding)
+        np.testing.assert_array_equal(np.asarray(y), np.asarray(x))
+    assert pickle.loads(pickle.dumps(sk.device_put(1.0))).weak_type
+
+
+def test_dlpack_single_device_only():
+    x = sk.device_put(np.arange(6.0, dtype=np.float32).reshape(2, 3), DEVS[1])
+    np.testing.assert_array_equal(np.from_dlpack(x), np.arange(6.0).reshape(2, 3))
+    assert x.__dlpack_device__() == jax.device_put(np.zeros(1), DEVS[1]).__dlpack_device__()
+    with pytest.raises(BufferError, match="spans 8 devices"):
+        sk.device_put(XN, XY).__dlpack__()
+
+
+def test_global_shards_and_devices_one_process():
+    x = sk.device_put(XN, XY)
+    assert [s.device for s in x.global_shards] == list(MESH.devices.flat)
+    assert all(s.data is not None for s in x.global_shards)
+    assert x.devices() == set(DEVS)
+    assert "replica_id=0" in repr(x.addressable_shards[0]) and "index=(slice(0, 2, None)" in repr(x.addressable_shards[0])
+
+
+def test_pmap_sharding_pieces_keep_the_mapped_dim():
+    s = sk.PmapSharding(DEVS, 0)
+    data = np.arange(24.0, dtype=np.float32).reshape(8, 3)
+    x = sk.device_put(data, s)
+    np.testing.assert_array_equal(np.asarray(x), data)
+    assert x.addressable_shards[2].index == (2, slice(None))
+    assert x.addressable_data(2).shape == (1, 3)  # XLA's layout: the mapped dimension kept with size 1
+    np.testing.assert_array_equal(np.asarray(x.addressable_data(2)), data[2:3])
+    arrays = [jax.device_put(data[i], d) for i, d in enumerate(DEVS)]
+    np.testing.assert_array_equal(np.asarray(sk.make_array_from_single_device_arrays((8, 3), s, arrays)), data)
+    y = sk.make_array_from_callback((8, 3), s, lambda i: data[i])
+    np.testing.assert_array_equal(np.asarray(sk.device_put(y, XY.with_spec(P("x")))), data)
+
+
+def test_wrap_is_the_unchecked_path():
+    x = sk.device_put(XN, XY)
+    y = ska.wrap(x._impl, XY, weak_type=True)
+    assert y._impl is x._impl and y.weak_type and y.sharding is XY
+
+
+# -- deleted arrays --------------------------------------------------------------------------------
+
+
+USES = {
+    "asarray": np.asarray, "addressable_shards": lambda x: x.addressable_shards,
+    "global_shards": lambda x: x.global_shards, "addressable_data": lambda x: x.addressable_data(0),
+    "block_until_ready": lambda x: x.block_until_ready(), "copy_to_host_async": lambda x: x.copy_to_host_async(),
+    "on_device_size_in_bytes": lambda x: x.on_device_size_in_bytes(), "devices": lambda x: x.devices(),
+    "getitem": lambda x: x[0], "to_jax": lambda x: x.to_jax(), "reshard": lambda x: sk.device_put(x, XY.with_spec(P())),
+    "pickle": pickle.dumps, "float": lambda x: float(x[0, 0]), "str": str, "tolist": lambda x: x.tolist(),
+    "iter": lambda x: next(iter(x)), "format": lambda x: f"{x}",
+}
+
+
+@pytest.mark.parametrize("use", list(USES))
+def test_every_use_of_a_deleted_array_raises(use):
+    x = sk.device_put(XN, XY)
+    np.asarray(x)  # a cached host value must not outlive delete()
+    x.delete()
+    assert x.is_deleted()
+    with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[8,4\]\."):
+        USES[use](x)
+    assert repr(x) == "Array(shape=(8, 4), dtype=float32, deleted=True)"
+    x.delete()  # deleting twice is fine
+
+
+def test_deleting_shares_with_shards_and_jax_views():
+    x = sk.device_put(XN, XY)
+    piece, view = x.addressable_data(0), x.to_jax()
+    x.delete()
+    assert piece.is_deleted() and view.is_deleted()
+    j = jax.device_put(XN, jax_named(XY))
+    j.delete()
+    with pytest.raises(RuntimeError, match=r"shape=float32\[8,4\]"):
+        sk.asarray(j)
+
+
+# -- every documented error ------------------------------------------------------------------------------
+
+
+def pieces(s=XY, data=XN):
+    return [jax.device_put(data[i], d) for d, i in s.addressable_devices_indices_map(data.shape).items()]
+
+
+def test_constructor_errors():
+    arrays = pieces()
+    with pytest.raises(ValueError, match=r"must have matching dtypes\. Got int32, expected float32 for the array on device"):
+        sk.Array(XN.shape, XY, arrays[:-1] + [jax.device_put(XN[6:8, 2:4].astype(np.int32), DEVS[7])])
+    with pytest.raises(ValueError, match=r"Expected 8 per-device arrays \(this is how many devices are addressable by the sharding\), but got 7\."):
+        sk.Array(XN.shape, XY, arrays[:-1])
+    with pytest.raises(ValueError, match=r"must be on distinct devices, but devices \[3\] hold more than one\."):
+        sk.Array(XN.shape, XY, arrays[:-1] + [jax.device_put(XN[6:8, 2:4], DEVS[3])])
+    sub = sk.NamedSharding(sk.Mesh(np.array(DEVS[:4]).reshape(2, 2), ("x", "y")), P("x", "y"))
+    with pytest.raises(ValueError, match=r"Sharding contains devices \[0, 1, 2, 3\] that are not present.*"
+                                         r"Per-device arrays contain devices \[4, 5, 6, 7\]"):
+        sk.Array(XN.shape, sub, [jax.device_put(XN[:4, :2], d) for d in DEVS[4:]])
+    with pytest.raises(ValueError, match=r"Expected shard shape \(2, 2\) doesn't match the single device array shape "
+                                         r"\(8, 4\) on device .*Shape of Array is float32\[8,4\] with sharding NamedSharding"):
+        sk.Array(XN.shape, XY, [jax.device_put(XN, d) for d in DEVS])
+    with pytest.raises(ValueError, match=r"Per-device array 0 must live on one device, but it spans 8"):
+        sk.Array(XN.shape, XY, [jax.device_put(XN, jax_named(XY))])
+    with pytest.raises(TypeError, match=r"Per-device array 0 must be a shardkit or jax Array on one device, got ndarray"):
+        sk.Array(XN.shape, XY, [XN])
+    with pytest.raises(TypeError, match=r"sharding must be a shardkit Sharding, got NamedSharding"):
+        sk.Array(XN.shape, jax_named(XY), arrays)
+    with pytest.raises(ValueError, match="At least one per-device array"):
+        sk.make_array_from_single_device_arrays(XN.shape, XY, [])
+
+
+def test_callback_errors():
+    with pytest.raises(ValueError, match=r"Expected shard shape \(2, 2\) doesn't match the single device array shape "
+                                         r"\(3,\) for device .*Shape of Array is float32\[8,4\]"):
+        sk.make_array_from_callback(XN.shape, XY, lambda i: np.zeros(3, np.float32))
+    calls = iter(range(100))
+    with pytest.raises(ValueError, match=r"matching dtypes\. Got int32, expected float32 for the piece of device"):
+        sk.make_array_from_callback(XN.shape, XY, lambda i: XN[i] if next(calls) == 0 else XN[i].astype(np.int32))
+    with pytest.raises(TypeError, match="sharding must be a shardkit Sharding"):
+        sk.make_array_from_callback(XN.shape, "x", lambda i: XN[i])
+    with pytest.raises(sk.IndivisibleError, match="Dimension 0 of shape"):
+        sk.make_array_from_callback((7, 4), XY, lambda i: np.zeros((7, 4))[i])
+
+
+def test_process_local_data_errors():
+    s = sk.NamedSharding(MESH, P("x"))
+    with pytest.raises(ValueError, match=r"Invalid host data, each dimension should match either global or process "
+                                         r"shape\. In dimension 0, the process data has 4 elements\. Process addresses "
+                                         r"8 elements and global_shape=\(8, 4\)\."):
+        sk.make_array_from_process_local_data(s, XN[:4], (8, 4))
+    with pytest.raises(ValueError, match=r"global_shape \(8,\) and local data shape \(8, 4\) differ in rank"):
+        sk.make_array_from_process_local_data(s, XN, (8,))
+
+
+def test_device_put_errors():
+    with pytest.raises(TypeError, match=r"device_put needs a shardkit Sharding, a jax Sharding, a Device or None; got 'x'"):
+        sk.device_put(XN, "x")
+    with pytest.raises(TypeError, match="Arrays of Python objects cannot be placed on devices"):
+        sk.device_put(np.array([object()]), XY.with_spec(P()))
+    with pytest.raises(OverflowError, match=r"Python int 1099511627776 too large to convert to int32"):
+        sk.device_put(2**40)
+    with pytest.raises(sk.IndivisibleError):
+        sk.device_put(np.zeros((3, 4)), XY)
+    with pytest.raises(ValueError, match="rank at least 2"):
+        sk.device_put(np.zeros(8), XY)
+
+
+# -- the seeds' docstring examples ------------------------------------------------------------------
+
+
+def test_seed_example_make_array_from_callback():
+    input_shape = (8, 8)
+    global_input_data = np.arange(64).reshape(input_shape)
+    global_mesh = sk.Mesh(np.array(DEVS).reshape(2, 4), ("x", "y"))
+    inp_sharding = sk.NamedSharding(global_mesh, P("x", "y"))
+    arr = sk.make_array_from_callback(input_shape, inp_sharding, lambda index: global_input_data[index])
+    assert arr.addressable_data(0).shape == (4, 2)
+
+
+def test_seed_examples_single_device_arrays_and_process_local_data():
+    mesh = sk.Mesh(np.array(DEVS).reshape(2, len(DEVS) // 2), ("x", "y"))
+    sharding = sk.NamedSharding(mesh, P("x", "y"))
+    inp_data = np.arange(64).reshape(8, 8)
+    arrays = [jax.device_put(inp_data[index], d) for d, index in sharding.addressable_devices_indices_map((8, 8)).items()]
+    assert sk.make_array_from_single_device_arrays((8, 8), sharding, arrays).shape == (8, 8)
+
+    sharding = sk.NamedSharding(mesh, P(("x", "y"),))
+    rows_per_device, feature_length = 2, 32
+    per_device_shape = (rows_per_device, feature_length)
+    per_host_shape = (rows_per_device * len(mesh.local_devices), feature_length)
+    per_host_data = np.arange(np.prod(per_host_shape)).reshape(per_host_shape)
+    global_shape = (rows_per_device * len(sharding.device_set),) + per_device_shape[1:]
+    out = sk.make_array_from_process_local_data(sharding, per_host_data, global_shape)
+    assert out.addressable_data(0).shape == per_device_shape and out.shape == global_shape
+    per_device_data = np.split(per_host_data, len(mesh.local_devices), axis=0)
+    on_device = jax.device_put(per_device_data, mesh.local_devices)
+    out = sk.make_array_from_single_device_arrays(global_shape, sharding, on_device)
+    assert out.addressable_data(0).shape == per_device_shape and out.shape == global_shape
+
+
+def test_migration_guide_example():
+    x = jnp.arange(8)
+    sharded_x = sk.device_put(x, sk.NamedSharding(MESH, P("x")))
+    assert sharded_x.is_fully_addressable and len(sharded_x.sharding.device_set) > 1
+    assert [s.data.shape for s in sharded_x.addressable_shards] == [(2,)] * 8
+    double_out = jax.jit(lambda a: a * 2)(sharded_x.to_jax())
+    np.testing.assert_array_equal(np.asarray(double_out), np.arange(8) * 2)
