@@ -26,6 +26,8 @@ import shardkit as sk
 from shardkit import P
 PROCESS_ID = int(os.environ["PROCESS_ID"])
 NUM_PROCESSES = int(os.environ["NUM_PROCESSES"])
+if os.environ.get("NEVER_ARRIVE") == "1":
+    sys.exit(0)
 if os.environ.get("SKIP_INITIALIZE") != "1":
     sk.distributed.initialize(os.environ["COORDINATOR"], NUM_PROCESSES, PROCESS_ID,
                               initialization_timeout=int(os.environ.get("INIT_TIMEOUT", "60")),
@@ -52,8 +54,11 @@ def free_port() -> int:
 
 
 def run_workers(script: str, num_processes: int, devices_per_process: int, *, timeout: float = 90,
-                env: dict[str, str] | None = None) -> list[WorkerResult]:
-    """Starts the workers, waits at most ``timeout`` seconds in all, kills any still running."""
+                env: dict[int, dict[str, str]] | None = None) -> list[WorkerResult]:
+    """Starts the workers, waits at most ``timeout`` seconds in all, kills any still running.
+
+    ``env`` maps a process id to extra environment variables for that worker only.
+    """
     source = PRELUDE + textwrap.dedent(script)
     coordinator = f"127.0.0.1:{free_port()}"
     procs = []
@@ -66,7 +71,7 @@ def run_workers(script: str, num_processes: int, devices_per_process: int, *, ti
             "DEVICES_PER_PROCESS": str(devices_per_process),
             "JAX_PLATFORMS": "cpu",
             "XLA_FLAGS": "",
-            **(env or {}),
+            **(env or {}).get(i, {}),
         }
         procs.append(subprocess.Popen(
             [sys.executable, "-u", "-c", source], env=worker_env, stdout=subprocess.PIPE,

@@ -1,5 +1,7 @@
 """The model across processes: 2 x 4 and 4 x 2 virtual CPU devices joined by jax's distributed runtime."""
 
+import time
+
 import pytest
 
 from tests.multiprocess import check_ok, run_workers
@@ -53,3 +55,35 @@ def test_model_across_processes(processes, devices):
         assert out["is_multi_process"] is True
         assert all(all(c) for c in out["checks"]), out["checks"]
         assert "contiguous subcube" in out["subcube_error"]
+
+
+FAULT_SCRIPT = """
+import time
+if PROCESS_ID == 1:
+    os._exit(7)  # dies right after joining
+time.sleep(60)  # the survivor must be stopped by the runtime long before this ends
+report("still running")
+"""
+
+
+def test_a_peer_that_dies_stops_the_others_quickly():
+    start = time.monotonic()
+    workers = run_workers(FAULT_SCRIPT, 2, 4, timeout=45, env={0: {"HEARTBEAT_TIMEOUT": "3"}})
+    elapsed = time.monotonic() - start
+    survivor = workers[0]
+    assert workers[1].returncode == 7
+    assert survivor.returncode not in (0, None), "the survivor must not finish or hang"
+    assert survivor.results == []
+    assert "another task died" in survivor.stderr or "unhealthy" in survivor.stderr, survivor.stderr[-2000:]
+    assert elapsed < 40
+
+
+def test_a_peer_that_never_arrives_fails_initialize_within_its_timeout():
+    start = time.monotonic()
+    workers = run_workers("report('joined')", 2, 4, timeout=45,
+                          env={0: {"INIT_TIMEOUT": "4"}, 1: {"NEVER_ARRIVE": "1"}})
+    elapsed = time.monotonic() - start
+    waiting = workers[0]
+    assert waiting.returncode not in (0, None) and waiting.results == []
+    assert "DEADLINE_EXCEEDED" in waiting.stderr or "Deadline Exceeded" in waiting.stderr, waiting.stderr[-2000:]
+    assert elapsed < 30
