@@ -27,11 +27,18 @@ from shardkit.sharding import (
     Sharding,
     SingleDeviceSharding,
 )
+from shardkit.lowering import ShapeDtypeStruct, with_sharding_constraint
+from shardkit.stages import Compiled, Lowered, jit
 
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Compiled",
+    "Lowered",
+    "ShapeDtypeStruct",
+    "jit",
+    "with_sharding_constraint",
     "Array",
     "Shard",
     "asarray",

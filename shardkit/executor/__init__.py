@@ -1,0 +1,20 @@
+"""Executor: compile a lowered module through XLA for its devices, then call it on sharded arrays.
+
+- ``compile``: jaxlib client compile (Shardy or GSPMD partitioner, device assignment always given).
+- ``cache``: the opt-in persistent compilation cache (``set_cache_dir`` / ``$SHARDKIT_COMPILATION_CACHE_DIR``).
+- ``compiled``: ``Compiled``, its argument checks and result handlers.
+"""
+
+from shardkit.executor.cache import cache_dir, set_cache_dir
+from shardkit.executor.compile import compile_lowered, compile_options, uses_shardy
+from shardkit.executor.compiled import Compiled, as_shardkit_sharding
+
+__all__ = [
+    "Compiled",
+    "as_shardkit_sharding",
+    "cache_dir",
+    "compile_lowered",
+    "compile_options",
+    "set_cache_dir",
+    "uses_shardy",
+]

@@ -1,0 +1,101 @@
+"""A persistent compilation cache: serialized executables in a directory.
+
+jax's own persistent cache only covers jax's compile path, so shardkit keeps one for its direct
+``compile_and_load``. Opt in with ``set_cache_dir(path)`` or the ``SHARDKIT_COMPILATION_CACHE_DIR``
+environment variable.
+
+Key: sha256 over the module's bytecode, ``CompileOptions.SerializeAsString()`` (device assignment, partition
+count, partitioner and flags), the devices' platform, kind and id, the platform version and jaxlib's version.
+Entry: a magic line, the sha256 of the payload, then jaxlib's serialized executable. A read checks the
+magic and checksum before jaxlib sees a byte, so a truncated or corrupt entry is a miss (and is replaced),
+never a crash. Writes go to a temporary file in the same directory and are renamed into place, so
+concurrent writers never expose a half-written entry (the last rename wins; both are complete).
+Loading an executable may run its code: only point the cache at a directory you trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jaxlib
+from jaxlib import xla_client as xc
+
+ENV_VAR = "SHARDKIT_COMPILATION_CACHE_DIR"
+_MAGIC = b"shardkit-executable-1\n"
+_explicit: list[Path | None] = [None]
+
+
+def set_cache_dir(path: str | os.PathLike | None) -> None:
+    """Turns the persistent cache on (a directory, created if needed) or off (None; the env var then applies)."""
+    _explicit[0] = None if path is None else Path(path)
+
+
+def cache_dir() -> Path | None:
+    """The directory in use: the one set with ``set_cache_dir``, else ``$SHARDKIT_COMPILATION_CACHE_DIR``, else None."""
+    if _explicit[0] is not None:
+        return _explicit[0]
+    env = os.environ.get(ENV_VAR)
+    return Path(env) if env else None
+
+
+def cache_key(module_bytecode: bytes, options: xc.CompileOptions, devices: Sequence[Any]) -> str:
+    h = hashlib.sha256()
+    client = devices[0].client
+    parts = [
+        module_bytecode,
+        options.SerializeAsString(),
+        repr([(d.platform, d.device_kind, d.id) for d in devices]).encode(),
+        client.platform_version.encode(),
+        jaxlib.version.__version__.encode(),
+    ]
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.hexdigest()
+
+
+def load(directory: Path, key: str, devices: xc.DeviceList, options: xc.CompileOptions) -> Any | None:
+    """The cached executable, or None on a miss or an unreadable entry (which is removed)."""
+    path = directory / f"{key}.skx"
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head = len(_MAGIC) + 32
+    payload = data[head:]
+    if data[: len(_MAGIC)] != _MAGIC or hashlib.sha256(payload).digest() != data[len(_MAGIC) : head]:
+        _remove(path)
+        return None
+    client = devices[0].client
+    try:
+        return client.deserialize_executable(payload, devices, options)
+    except Exception:  # jaxlib's own error types: an entry this jaxlib cannot load is a miss
+        _remove(path)
+        return None
+
+
+def store(directory: Path, key: str, executable: Any) -> None:
+    """Writes the entry atomically; a cache that cannot be written is skipped, never an error."""
+    tmp = None
+    try:
+        payload = executable.client.serialize_executable(executable)
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{key}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+        os.replace(tmp, directory / f"{key}.skx")
+    except Exception:  # serialization unsupported on this backend, disk full, read-only directory, ...
+        if tmp is not None:
+            _remove(Path(tmp))
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass

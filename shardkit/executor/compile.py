@@ -1,0 +1,94 @@
+"""Compiling a sharded module with XLA through jaxlib's client, for the module's device assignment.
+
+The client is the devices' own (``device.client``), so whatever platform the mesh is on is the one compiled
+for. The device assignment is always passed: without it XLA runs partition i on device i, which crashes on
+a permuted mesh. The partitioner (Shardy or GSPMD) follows the dialect the module carries, so a module that
+passes rewrote from one form to the other still compiles correctly.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import jax.extend.backend
+import numpy as np
+from jaxlib import xla_client as xc
+from jaxlib.mlir import ir
+
+from shardkit.executor import cache
+from shardkit.lowering import LoweredModule
+
+SDY_SHARDING = "sdy.sharding"
+
+
+def uses_shardy(module: ir.Module) -> bool:
+    """Whether the module carries Shardy ops or attributes (else GSPMD ``mhlo.sharding``, or nothing)."""
+    found = False
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        if op.name.startswith("sdy."):
+            found = True
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if found:
+        return True
+    main = ir.SymbolTable(module.operation)["main"]
+    attrs = [*(main.arg_attrs or []), *(main.res_attrs or [])]
+    if any(SDY_SHARDING in ir.DictAttr(a) for a in attrs):
+        return True
+    return not any("mhlo.sharding" in ir.DictAttr(a) for a in attrs)
+
+
+def compile_options(
+    devices: Sequence[Any], *, shardy: bool, in_specified: Sequence[bool], out_specified: Sequence[bool]
+) -> xc.CompileOptions:
+    """jax's flag-derived options (public ``jax.extend``) with SPMD partitioning over ``devices``.
+
+    Where a sharding was left to the compiler (None), XLA may choose it (``allow_spmd_sharding_propagation``).
+    """
+    ids = np.array([[d.id for d in devices]])
+    options = jax.extend.backend.get_compile_options(num_replicas=1, num_partitions=len(devices), device_assignment=ids)
+    build = options.executable_build_options
+    build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = shardy
+    build.allow_spmd_sharding_propagation_to_parameters = [not s for s in in_specified]
+    build.allow_spmd_sharding_propagation_to_output = [not s for s in out_specified]
+    return options
+
+
+def compile_lowered(lowered: LoweredModule) -> Any:
+    """The loaded executable of ``lowered`` (in-memory cache per module, then the persistent cache)."""
+    devices = lowered.device_assignment
+    if devices is None:
+        raise ValueError(
+            f"{lowered.name} was lowered for an AbstractMesh ({lowered.mesh}) only, so it has no devices to compile "
+            "for. Lower it with concrete shardings or inside `with mesh:` for a mesh of that shape."
+        )
+    exe = lowered.executables.get(devices)
+    if exe is not None:
+        return exe
+    options = compile_options(
+        devices,
+        shardy=uses_shardy(lowered.module),
+        in_specified=[s is not None for s in lowered.in_shardings],
+        out_specified=[s is not None for s in lowered.out_shardings],
+    )
+    device_list = xc.DeviceList(tuple(devices))
+    directory = cache.cache_dir()
+    key = None
+    if directory is not None:
+        buf = io.BytesIO()
+        lowered.module.operation.write_bytecode(file=buf)
+        key = cache.cache_key(buf.getvalue(), options, devices)
+        exe = cache.load(directory, key, device_list, options)
+    if exe is None:
+        exe = devices[0].client.compile_and_load(lowered.module, device_list, options)
+        if key is not None:
+            cache.store(directory, key, exe)
+    lowered.executables[devices] = exe
+    return exe

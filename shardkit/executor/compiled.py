@@ -1,0 +1,238 @@
+"""``Compiled``: a loaded executable with its argument and result handlers, built once and kept.
+
+Calling it: each argument leaf goes through its handler (checks, then the global jaxlib array), then
+``execute_sharded``, then ``consume_with_handlers`` turns each output's buffers into one global jaxlib array,
+which ``shardkit.array.wrap`` makes an ``sk.Array`` without copying.
+
+jaxlib's ``execute_sharded`` crashes the interpreter on a wrong argument count, a wrong shard shape or a
+buffer on the wrong device, and silently misreads a wrong dtype of equal size, so every handler checks
+its leaf before any buffer reaches it:
+
+- an ``sk.Array`` must have the compiled shape and dtype and a sharding equivalent to the compiled one
+  (same devices, same pieces). shardkit does not reshard silently (as jax, it raises); move the argument
+  with ``sk.device_put`` first. An equivalent sharding of another kind passes its buffers through.
+- numpy arrays and Python scalars are placed directly with the compiled input sharding.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jaxlib import xla_client as xc
+
+from shardkit import _jaxlib
+from shardkit.array import Array, device_put, jaxlib_sharding, wrap
+from shardkit.caching import memoize
+from shardkit.lowering import LoweredModule, ShapeDtypeStruct
+from shardkit.mesh import Mesh
+from shardkit.partition_spec import PartitionSpec
+from shardkit.sharding import GSPMDSharding, NamedSharding, Sharding, SingleDeviceSharding, _hlo_equal, _tiling
+
+Device = Any
+_MAX_SEARCH_AXES = 6
+_PY_SCALARS = (bool, int, float, complex)
+
+
+@memoize(maxsize=1024)
+def _spec_for(mesh: Mesh, hlo_text: str, ndim: int) -> PartitionSpec | None:
+    """A PartitionSpec over ``mesh`` whose HLO sharding is ``hlo_text``, or None when there is none.
+
+    The compiler reports shardings as HLO tile assignments; each tiled dimension's tile count must be the
+    product of an ordered choice of unused mesh axes, so the candidates are few and each is checked against
+    the HLO itself. E.g. ``{devices=[4,1,2]<=[8] last_tile_dim_replicate}`` on mesh x=4, y=2 is ``P('x')``.
+    """
+    hlo = xc.HloSharding.from_string(hlo_text)
+    tiling = _tiling(hlo, ndim)
+    if tiling is None:
+        return PartitionSpec()
+    parts, _ = tiling
+    axes = [(n, s) for n, s in mesh.shape_tuple if s > 1]
+    if len(axes) > _MAX_SEARCH_AXES:
+        return None
+
+    def choices(p: int, free: list[tuple[str, int]]) -> list[tuple[str, ...]]:
+        out = [()] if p == 1 else []
+        for k in range(1, len(free) + 1):
+            for combo in itertools.permutations(free, k):
+                if np.prod([s for _, s in combo]) == p:
+                    out.append(tuple(n for n, _ in combo))
+        return out
+
+    def search(dim: int, used: frozenset[str], entries: tuple) -> PartitionSpec | None:
+        if dim == ndim:
+            while entries and entries[-1] is None:
+                entries = entries[:-1]
+            spec = PartitionSpec(*entries)
+            return spec if _hlo_equal(NamedSharding(mesh, spec)._hlo(ndim), hlo) else None
+        free = [a for a in axes if a[0] not in used]
+        for names in choices(parts[dim], free):
+            entry = None if not names else names[0] if len(names) == 1 else names
+            found = search(dim + 1, used | set(names), entries + (entry,))
+            if found is not None:
+                return found
+        return None
+
+    return search(0, frozenset(), ())
+
+
+def as_shardkit_sharding(hlo: xc.HloSharding, devices: tuple[Device, ...], mesh: Any, ndim: int) -> Sharding:
+    """The compiler's sharding as a NamedSharding over ``mesh`` when one is equivalent, else a GSPMDSharding."""
+    if len(devices) == 1:
+        return SingleDeviceSharding(devices[0])
+    if isinstance(mesh, Mesh) and mesh._flat_devices == devices:
+        spec = _spec_for(mesh, repr(hlo), ndim)
+        if spec is not None:
+            return NamedSharding(mesh, spec)
+    return GSPMDSharding(devices, hlo)
+
+
+class _ArgHandler:
+    """Checks one argument leaf and returns the global jaxlib array ``execute_sharded`` takes."""
+
+    __slots__ = ("path", "aval", "sharding")
+
+    def __init__(self, path: str, aval: ShapeDtypeStruct, sharding: Sharding):
+        self.path, self.aval, self.sharding = path, aval, sharding
+
+    def __call__(self, x: Any) -> Any:
+        aval = self.aval
+        if type(x) is Array:
+            if x.shape != aval.shape or x.dtype != aval.dtype:
+                raise self._mismatch(x.shape, x.dtype)
+            s = x.sharding
+            if s is not self.sharding and s != self.sharding and not s.is_equivalent_to(self.sharding, aval.ndim):
+                raise ValueError(
+                    f"Argument {self.path} is sharded as {s} over devices {[d.id for d in s._device_assignment]}, "
+                    f"but the computation was compiled for {self.sharding} over devices "
+                    f"{[d.id for d in self.sharding._device_assignment]}. Move it with "
+                    "sk.device_put(x, sharding) first."
+                )
+            if x.is_deleted():
+                raise ValueError(f"Argument {self.path} has been deleted (was it donated to an earlier call?).")
+            return x._impl
+        if isinstance(x, (np.ndarray, np.generic, jax.Array)) or type(x) in _PY_SCALARS:
+            dtype = jax.dtypes.canonicalize_dtype(type(x) if type(x) in _PY_SCALARS else x.dtype)
+            shape = np.shape(x)
+            if shape != aval.shape or dtype != aval.dtype:
+                raise self._mismatch(shape, dtype)
+            return device_put(np.asarray(x, dtype=aval.dtype), self.sharding)._impl
+        raise TypeError(
+            f"Argument {self.path} of type {type(x).__name__} is not an array: pass a shardkit Array, a numpy "
+            "array or a scalar."
+        )
+
+    def _mismatch(self, shape: tuple[int, ...], dtype: Any) -> TypeError:
+        return TypeError(
+            f"Argument {self.path} has shape {tuple(shape)} and dtype {np.dtype(dtype).name}, but the computation "
+            f"was compiled for shape {self.aval.shape} and dtype {self.aval.dtype.name}."
+        )
+
+
+def _leaf_paths(tree: Any) -> list[str]:
+    dummy = jax.tree_util.tree_unflatten(tree, [0] * tree.num_leaves)
+    out = []
+    for path, _ in jax.tree_util.tree_flatten_with_path(dummy)[0]:
+        head, rest = path[0].idx, path[1:]
+        out.append(("args" if head == 0 else "kwargs") + jax.tree_util.keystr(rest))
+    return out
+
+
+class Compiled:
+    """A compiled sharded program: inspect it (``as_text``, shardings, analyses) or call it.
+
+    Examples:
+        >>> compiled = sk.jit(lambda a: a * 2, out_shardings=s).lower(x).compile()
+        >>> y = compiled(x)          # an sk.Array sharded as s
+        >>> compiled.output_shardings
+        NamedSharding(mesh=Mesh('x': 4, 'y': 2), spec=P('x', 'y'))
+    """
+
+    __slots__ = (
+        "_executable", "_lowered", "_in_flat", "_out_flat", "_handlers", "_results", "_out_weak", "_donated",
+    )
+
+    def __init__(self, lowered: LoweredModule, executable: Any):
+        self._executable = executable
+        self._lowered = lowered
+        devices = lowered.device_assignment
+        params = executable.get_parameter_shardings() or []
+        outputs = executable.get_output_shardings() or []
+
+        def chosen(requested: Sequence[Sharding | None], protos: Sequence[Any], avals: Sequence[ShapeDtypeStruct]):
+            out = []
+            for i, (s, aval) in enumerate(zip(requested, avals)):
+                if s is None:
+                    hlo = xc.HloSharding.from_proto(protos[i]) if i < len(protos) else xc.HloSharding.replicate()
+                    s = as_shardkit_sharding(hlo, devices, lowered.mesh, aval.ndim)
+                out.append(s)
+            return tuple(out)
+
+        self._in_flat = chosen(lowered.in_shardings, params, lowered.in_avals)
+        self._out_flat = chosen(lowered.out_shardings, outputs, lowered.out_avals)
+        paths = _leaf_paths(lowered.in_tree)
+        self._handlers = tuple(_ArgHandler(p, a, s) for p, a, s in zip(paths, lowered.in_avals, self._in_flat))
+        self._results = [
+            _jaxlib.result_handler(
+                jax.core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type), jaxlib_sharding(s, a.ndim))
+            for a, s in zip(lowered.out_avals, self._out_flat)
+        ]
+        self._out_weak = tuple(a.weak_type for a in lowered.out_avals)
+        self._donated = tuple(i for i, d in enumerate(lowered.donated) if d)
+
+    # -- inspection --------------------------------------------------------------------------------------
+
+    def as_text(self) -> str:
+        """The HLO after SPMD partitioning (per-device shapes, collectives)."""
+        return self._executable.hlo_modules()[0].to_string()
+
+    @property
+    def input_shardings(self) -> Any:
+        """``(args, kwargs)`` shardings, as the arguments' tree."""
+        return jax.tree_util.tree_unflatten(self._lowered.in_tree, self._in_flat)
+
+    @property
+    def output_shardings(self) -> Any:
+        return jax.tree_util.tree_unflatten(self._lowered.out_tree, self._out_flat)
+
+    def cost_analysis(self) -> dict[str, float] | None:
+        """XLA's cost estimates (flops, bytes accessed, ...), or None when the backend has none."""
+        try:
+            return dict(self._executable.cost_analysis())
+        except Exception:  # backends without cost analysis raise jaxlib errors
+            return None
+
+    def memory_analysis(self) -> Any:
+        """XLA's per-device memory statistics (argument, output, temp sizes), or None when unavailable."""
+        try:
+            return self._executable.get_compiled_memory_stats()
+        except Exception:  # backends without memory stats raise jaxlib errors
+            return None
+
+    @property
+    def executable(self) -> Any:
+        """jaxlib's LoadedExecutable."""
+        return self._executable
+
+    # -- calling -----------------------------------------------------------------------------------------
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        if tree != self._lowered.in_tree:
+            raise TypeError(
+                f"Compiled {self._lowered.name} was lowered for arguments {self._lowered.in_tree}, but was called "
+                f"with {tree}. Static arguments are not passed to a Compiled."
+            )
+        return self._call_flat(leaves)
+
+    def _call_flat(self, leaves: Sequence[Any]) -> Any:
+        buffers = [h(x) for h, x in zip(self._handlers, leaves)]
+        results = self._executable.execute_sharded(buffers).consume_with_handlers(self._results)
+        for i in self._donated:
+            if type(leaves[i]) is Array and not leaves[i].is_deleted():
+                leaves[i].delete()
+        outs = [wrap(r, s, weak_type=w) for r, s, w in zip(results, self._out_flat, self._out_weak)]
+        return jax.tree_util.tree_unflatten(self._lowered.out_tree, outs)

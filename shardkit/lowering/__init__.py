@@ -1,0 +1,22 @@
+"""Lowering: a Python function plus shardings becomes sharded StableHLO (no compiling here).
+
+- ``trace``: jax traces and lowers the body WITHOUT shardings; the module is copied into shardkit's context.
+- ``attach``: shardkit adds meshes, shardings (Shardy ``sdy`` or GSPMD ``mhlo.sharding``), partition counts,
+  donation and the sharding constraints.
+- ``constraint``: ``with_sharding_constraint`` and its jax primitive.
+- ``lower``: flattening a call, the checks, the device assignment and the lowering cache -> ``LoweredModule``.
+"""
+
+from shardkit.lowering.constraint import sharding_constraint_p, with_sharding_constraint
+from shardkit.lowering.lower import Lowering, LoweredModule
+from shardkit.lowering.trace import copy_module
+from shardkit.lowering.types import ShapeDtypeStruct
+
+__all__ = [
+    "Lowering",
+    "LoweredModule",
+    "ShapeDtypeStruct",
+    "copy_module",
+    "sharding_constraint_p",
+    "with_sharding_constraint",
+]

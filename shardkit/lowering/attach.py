@@ -1,0 +1,200 @@
+"""Attaching shardings to an unsharded module, in the Shardy or the GSPMD form.
+
+What jax 0.10 prints for a sharded ``jit`` is reproduced attribute for attribute:
+
+- module: ``mhlo.num_partitions`` (devices of the computation) and ``mhlo.num_replicas = 1``;
+- Shardy: one ``sdy.mesh`` symbol per distinct logical mesh (``@mesh``, ``@mesh_0``, ..., ``@empty_mesh``),
+  ``sdy.sharding`` on main's arguments and results, constraints as ``sdy.sharding_constraint``;
+- GSPMD: ``mhlo.sharding`` strings on arguments and results, constraints as ``custom_call @Sharding``;
+- donation: ``tf.aliasing_output = <result>`` where an output can reuse the donated buffer, else
+  ``jax.buffer_donor = true`` (jax's matching rule, see ``donation``).
+
+An argument or result whose sharding is None gets no attribute: the compiler chooses it.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Sequence
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import func, stablehlo
+from jaxlib.mlir.dialects import sdy as sdy_ops
+
+from shardkit.dialects import mhlo, sdy
+from shardkit.lowering.constraint import DEVICES_ATTR, PLACEHOLDER, PLATFORM_ATTR, SDY_ATTR
+from shardkit.lowering.types import ShapeDtypeStruct
+from shardkit.partition_spec import UNCONSTRAINED
+from shardkit.sharding import NamedSharding, Sharding
+
+PARTITIONERS = ("shardy", "gspmd")
+DeviceRefs = tuple[tuple[str, int], ...]
+
+
+def _specified(sharding: Sharding | None) -> bool:
+    return sharding is not None and not (isinstance(sharding, NamedSharding) and UNCONSTRAINED in sharding.spec)
+
+
+def donation(
+    donated: Sequence[bool],
+    in_avals: Sequence[ShapeDtypeStruct],
+    out_avals: Sequence[ShapeDtypeStruct],
+    out_shardings: Sequence[Sharding | None],
+    num_partitions: int,
+) -> tuple[tuple[int | None, ...], tuple[bool, ...]]:
+    """(result each argument aliases or None, whether it is a plain buffer donor), as jax decides them.
+
+    Each donated argument takes the first unclaimed result of the same shape and dtype; the pair is an alias
+    when the result's sharding is known (always on one device), else the argument is left to XLA as a donor.
+    A donated argument with no such result becomes a donor when some unclaimed result has the same size.
+    """
+    pending: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
+    for i, (aval, d) in enumerate(zip(in_avals, donated)):
+        if d:
+            pending[(aval.shape, aval.dtype)].append(i)
+    aliases: list[int | None] = [None] * len(in_avals)
+    donors = [False] * len(in_avals)
+    unmatched = list(donated)
+    for j, aval in enumerate(out_avals):
+        queue = pending.get((aval.shape, aval.dtype))
+        if queue:
+            i = queue.popleft()
+            unmatched[i] = False
+            if num_partitions == 1 or _specified(out_shardings[j]):
+                aliases[i] = j
+            else:
+                donors[i] = True
+    free_by_size: dict[int, collections.deque] = collections.defaultdict(collections.deque)
+    aliased = set(a for a in aliases if a is not None)
+    for j, aval in enumerate(out_avals):
+        if j not in aliased:
+            free_by_size[aval.size].append(j)
+    for i, aval in enumerate(in_avals):
+        if unmatched[i] and free_by_size.get(aval.size):
+            free_by_size[aval.size].popleft()
+            donors[i] = True
+    return tuple(aliases), tuple(donors)
+
+
+class _MeshTable:
+    """The module's ``sdy.mesh`` symbols: one per distinct logical mesh, named as jax names them."""
+
+    def __init__(self) -> None:
+        self._names: dict[sdy.SdyMesh, str] = {}
+
+    def ref(self, mesh: sdy.SdyMesh) -> str:
+        name = self._names.get(mesh)
+        if name is None:
+            base = name = mesh.default_name()
+            taken = set(self._names.values())
+            k = 0
+            while name in taken:
+                name, k = f"{base}_{k}", k + 1
+            self._names[mesh] = name
+        return name
+
+    def sharding(self, mesh: sdy.SdyMesh, tensor: sdy.SdyTensorSharding) -> ir.Attribute:
+        """The attribute of ``tensor`` referring to ``mesh``'s symbol."""
+        return dataclasses.replace(tensor, mesh=self.ref(mesh)).build()
+
+    def emit(self, module: ir.Module) -> None:
+        with ir.InsertionPoint.at_block_begin(module.body):
+            for mesh, name in self._names.items():
+                sdy_ops.MeshOp(name, mesh.build())
+
+
+def _sharding_attr(sharding: Sharding, ndim: int, partitioner: str, table: _MeshTable) -> tuple[str, ir.Attribute]:
+    if partitioner == "gspmd":
+        return mhlo.ATTR_NAME, mhlo.build(sharding, ndim)
+    mesh, tensor = sdy.sharding_to_sdy(sharding, ndim)
+    return sdy.ATTR_NAME, table.sharding(mesh, tensor)
+
+
+def _attr_dicts(attrs: ir.ArrayAttr | None, n: int) -> list[dict[str, ir.Attribute]]:
+    if attrs is None:
+        return [{} for _ in range(n)]
+    return [{na.name: na.attr for na in ir.DictAttr(a)} for a in attrs]
+
+
+def _placeholders(module: ir.Module) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "stablehlo.custom_call" and ir.StringAttr(op.attributes["call_target_name"]).value == PLACEHOLDER:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def _rewrite_constraint(op: ir.Operation, partitioner: str, table: _MeshTable) -> None:
+    operand = op.operands[0]
+    tensor = sdy.SdyTensorSharding.from_attr(op.attributes[SDY_ATTR])
+    with ir.InsertionPoint(op), op.location:
+        if partitioner == "shardy":
+            new = sdy_ops.ShardingConstraintOp(operand, table.sharding(tensor.mesh, tensor))
+        else:
+            open_dims = [i for i, d in enumerate(tensor.dims) if d.is_open]
+            config = f"unspecified_dims=[{','.join(map(str, open_dims))}]" if open_dims else ""
+            new = stablehlo.CustomCallOp(
+                [operand.type], [operand], call_target_name="Sharding", backend_config=ir.StringAttr.get(config)
+            )
+            new.attributes[mhlo.ATTR_NAME] = op.attributes[mhlo.ATTR_NAME]
+    op.result.replace_all_uses_with(new.result)
+    op.erase()
+
+
+def constraint_devices(module: ir.Module) -> list[DeviceRefs]:
+    """The devices of each concrete ``with_sharding_constraint`` placeholder, as (platform, id) refs."""
+    out = []
+    for op in _placeholders(module):
+        if DEVICES_ATTR in op.attributes:
+            platform = ir.StringAttr(op.attributes[PLATFORM_ATTR]).value
+            out.append(tuple((platform, i) for i in ir.DenseI64ArrayAttr(op.attributes[DEVICES_ATTR])))
+    return out
+
+
+def attach(
+    module: ir.Module,
+    *,
+    partitioner: str,
+    num_partitions: int,
+    in_avals: Sequence[ShapeDtypeStruct],
+    out_avals: Sequence[ShapeDtypeStruct],
+    in_shardings: Sequence[Sharding | None],
+    out_shardings: Sequence[Sharding | None],
+    donated: Sequence[bool],
+) -> None:
+    """Makes ``module`` (an unsharded module in shardkit's context) the sharded program, in place."""
+    if partitioner not in PARTITIONERS:
+        raise ValueError(f"partitioner must be one of {PARTITIONERS}, got {partitioner!r}.")
+    table = _MeshTable()
+    with module.context, ir.Location.unknown():
+        main = ir.SymbolTable(module.operation)["main"]
+        assert isinstance(main, func.FuncOp)
+        arg_attrs = _attr_dicts(main.arg_attrs, len(in_avals))
+        res_attrs = _attr_dicts(main.res_attrs, len(out_avals))
+        for attrs, sharding, aval in zip(arg_attrs, in_shardings, in_avals):
+            if sharding is not None:
+                name, attr = _sharding_attr(sharding, aval.ndim, partitioner, table)
+                attrs[name] = attr
+        for attrs, sharding, aval in zip(res_attrs, out_shardings, out_avals):
+            if sharding is not None:
+                name, attr = _sharding_attr(sharding, aval.ndim, partitioner, table)
+                attrs[name] = attr
+        aliases, donors = donation(donated, in_avals, out_avals, out_shardings, num_partitions)
+        i32 = ir.IntegerType.get_signless(32)
+        for attrs, alias, donor in zip(arg_attrs, aliases, donors):
+            if alias is not None:
+                attrs["tf.aliasing_output"] = ir.IntegerAttr.get(i32, alias)
+            if donor:
+                attrs["jax.buffer_donor"] = ir.BoolAttr.get(True)
+        main.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
+        main.res_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in res_attrs])
+        for op in _placeholders(module):
+            _rewrite_constraint(op, partitioner, table)
+        table.emit(module)
+        module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, num_partitions)
+        module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)

@@ -1,0 +1,361 @@
+"""From a call (a function, its arguments and shardings) to a ``LoweredModule``.
+
+``Lowering`` holds one ``jit``'s configuration and its lowering cache. A call is flattened to leaves; each
+leaf's sharding is the one ``in_shardings`` gives it, else its own (an ``sk.Array``'s or a
+``ShapeDtypeStruct``'s), else None (the compiler chooses; numpy inputs are placed accordingly).
+
+The cache is keyed on device-free values: the argument tree, the static arguments and, per leaf, shape,
+dtype, weak type and the sharding with its mesh made abstract. The module it holds names no devices (meshes
+print in logical order; the device order is the compile-time device assignment), so lowering the same
+function for two meshes of equal shape over different devices reuses the module and only binds the new
+devices, as the seed describes for ``AbstractMesh``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Callable
+
+import jax
+import numpy as np
+from jaxlib.mlir import ir
+
+from shardkit.caching import memoize
+from shardkit.lowering.attach import PARTITIONERS, attach, constraint_devices
+from shardkit.lowering.trace import trace
+from shardkit.lowering.types import ShapeDtypeStruct
+from shardkit.mesh import AbstractMesh, Mesh, current_mesh, lookup_devices
+from shardkit.partition_spec import UNCONSTRAINED
+from shardkit.sharding import NamedSharding, Sharding
+
+Device = Any
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LoweredModule:
+    """A sharded StableHLO module plus everything the executor needs to compile and call it.
+
+    ``module`` is shared with the lowering cache: copy it before editing. ``in_shardings``/``out_shardings``
+    are flat, one per leaf; None means the compiler chooses. ``device_assignment`` is the devices in
+    partition order, or None when only abstract meshes were given (bind devices before compiling).
+    """
+
+    module: ir.Module
+    name: str
+    partitioner: str
+    in_tree: Any
+    out_tree: Any
+    in_avals: tuple[ShapeDtypeStruct, ...]
+    out_avals: tuple[ShapeDtypeStruct, ...]
+    in_shardings: tuple[Sharding | None, ...]
+    out_shardings: tuple[Sharding | None, ...]
+    donated: tuple[bool, ...]
+    num_partitions: int
+    device_assignment: tuple[Device, ...] | None
+    mesh: Mesh | AbstractMesh | None
+    executables: dict = dataclasses.field(default_factory=dict)  # device assignment -> executable, per module
+
+    def with_module(self, module: ir.Module) -> LoweredModule:
+        """The same program with its module replaced (e.g. after passes); its executables start empty."""
+        return dataclasses.replace(self, module=module, executables={})
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    """What one lowering cache entry holds: all of it device-free except concrete constraints' devices."""
+
+    module: ir.Module
+    in_avals: tuple[ShapeDtypeStruct, ...]
+    out_tree: Any
+    out_avals: tuple[ShapeDtypeStruct, ...]
+    out_shardings: tuple[Sharding | None, ...]
+    constraint_devices: tuple[tuple[Device, ...], ...]
+    num_partitions: int
+    executables: dict = dataclasses.field(default_factory=dict)
+
+
+def _is_sharding(x: Any) -> bool:
+    return x is None or isinstance(x, Sharding)
+
+
+def _check_sharding_tree(tree: Any, what: str) -> None:
+    for s in jax.tree_util.tree_leaves(tree, is_leaf=_is_sharding):
+        if s is None:
+            continue
+        if not isinstance(s, Sharding):
+            raise TypeError(f"{what} must hold shardkit Shardings or None, got {s!r}.")
+        if isinstance(s, NamedSharding) and UNCONSTRAINED in s.spec:
+            raise ValueError(f"Unconstrained dims are not allowed when passed to {what}: {s}.")
+
+
+def _argnums(value: int | Sequence[int], what: str) -> tuple[int, ...]:
+    nums = (value,) if isinstance(value, int) else tuple(value)
+    for n in nums:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise TypeError(f"{what} must be non-negative ints, got {value!r}.")
+    return tuple(sorted(set(nums)))
+
+
+_PY_SCALARS = {bool: False, int: True, float: True, complex: True}
+
+
+def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
+    """The shape, dtype, weak type and own sharding of one argument leaf."""
+    if isinstance(x, ShapeDtypeStruct):
+        return x
+    array = _array_type()
+    if array is not None and isinstance(x, array):
+        return ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding, weak_type=x.weak_type)
+    if isinstance(x, (np.ndarray, np.generic, jax.Array)):
+        return ShapeDtypeStruct(x.shape, jax.dtypes.canonicalize_dtype(x.dtype))
+    weak = _PY_SCALARS.get(type(x))
+    if weak is not None:
+        return ShapeDtypeStruct((), jax.dtypes.canonicalize_dtype(type(x)), weak_type=weak)
+    raise TypeError(
+        f"Argument {path} of type {type(x).__name__} is not an array: jit arguments must be shardkit Arrays, "
+        "numpy arrays or scalars, or ShapeDtypeStructs. Mark other arguments static with static_argnums."
+    )
+
+
+def _array_type() -> type | None:
+    try:
+        from shardkit.array import Array
+    except ImportError:
+        return None
+    return Array
+
+
+def _abstract_key(s: Sharding | None, ndim: int) -> Any:
+    """A sharding with its devices forgotten: what the module text depends on."""
+    if s is None:
+        return None
+    if isinstance(s, NamedSharding):
+        return (NamedSharding, s.mesh.abstract_mesh, s.spec, s.memory_kind)
+    return (type(s), repr(s._hlo(ndim)), s.num_devices, s.memory_kind)
+
+
+@memoize(maxsize=256)
+def _bound_mesh(mesh: AbstractMesh, devices: tuple[Device, ...]) -> Mesh:
+    grid = np.empty(len(devices), dtype=object)
+    grid[:] = devices
+    return Mesh(grid.reshape(mesh.axis_sizes), mesh.axis_names, axis_types=mesh.axis_types)
+
+
+def _bind(s: Sharding | None, devices: tuple[Device, ...] | None) -> Sharding | None:
+    """An AbstractMesh sharding bound to the computation's devices (positions = the device assignment)."""
+    if s is None or devices is None or s._is_concrete:
+        return s
+    return NamedSharding(_bound_mesh(s.mesh, devices), s.spec, memory_kind=s.memory_kind)
+
+
+def _ids(devices: Sequence[Device]) -> list[int]:
+    return [d.id for d in devices]
+
+
+def resolve_devices(
+    named: Sequence[tuple[str, Sharding | None]], constraints: Sequence[tuple[Device, ...]]
+) -> tuple[tuple[Device, ...] | None, int]:
+    """(the device assignment, the number of partitions) of a computation with these shardings.
+
+    Every concrete sharding must name the same devices in the same order. Abstract meshes take their devices
+    from there, or from the innermost ``with mesh:`` of their size; a computation with no sharding at all
+    runs on jax's default device.
+    """
+    devices: tuple[Device, ...] | None = None
+    first = ""
+    abstract: dict[int, str] = {}
+    concrete = [(what, s._device_assignment) for what, s in named if s is not None and s._is_concrete]
+    concrete += [("a with_sharding_constraint", d) for d in constraints]
+    for what, s in named:
+        if s is not None and not s._is_concrete:
+            abstract.setdefault(s.num_devices, what)
+    for what, d in concrete:
+        if devices is None:
+            devices, first = d, what
+        elif d != devices:
+            raise ValueError(
+                f"All shardings of one computation must use the same devices in the same order, but {first} is "
+                f"on devices {_ids(devices)} and {what} is on devices {_ids(d)}. Put them on one mesh."
+            )
+    if devices is None:
+        mesh = current_mesh()
+        if not abstract:
+            devices = (jax.devices()[0],)
+        elif not mesh.empty and mesh.size in abstract:
+            devices = mesh._flat_devices
+    n = len(devices) if devices is not None else next(iter(abstract))
+    for size, what in abstract.items():
+        if size != n:
+            raise ValueError(
+                f"{what} is over an AbstractMesh of {size} devices, but the computation runs on {n} devices."
+            )
+    return devices, n
+
+
+def _check_fits(s: Sharding | None, aval: ShapeDtypeStruct, path: str) -> None:
+    if s is None:
+        return
+    try:
+        s.shard_shape(aval.shape)
+    except ValueError as e:
+        raise type(e)(f"{path} of shape {aval.shape}: {e}") from None
+
+
+class Lowering:
+    """One ``jit``'s lowering configuration and cache (see the module docstring)."""
+
+    def __init__(
+        self,
+        fun: Callable,
+        in_shardings: Any = None,
+        out_shardings: Any = None,
+        *,
+        static_argnums: int | Sequence[int] = (),
+        donate_argnums: int | Sequence[int] = (),
+        partitioner: str = "shardy",
+    ):
+        if not callable(fun):
+            raise TypeError(f"jit needs a callable, got {fun!r}.")
+        if partitioner not in PARTITIONERS:
+            raise ValueError(f"partitioner must be one of {PARTITIONERS}, got {partitioner!r}.")
+        if isinstance(in_shardings, list):
+            in_shardings = tuple(in_shardings)
+        _check_sharding_tree(in_shardings, "in_shardings")
+        _check_sharding_tree(out_shardings, "out_shardings")
+        self.static_argnums = _argnums(static_argnums, "static_argnums")
+        self.donate_argnums = _argnums(donate_argnums, "donate_argnums")
+        both = set(self.static_argnums) & set(self.donate_argnums)
+        if both:
+            raise ValueError(f"Arguments {sorted(both)} cannot be both static and donated.")
+        self.fun = fun
+        self.name = getattr(fun, "__name__", type(fun).__name__)
+        self.in_shardings = in_shardings
+        self.out_shardings = out_shardings
+        self.partitioner = partitioner
+        self._jax_fun = jax.jit(fun, static_argnums=self.static_argnums, keep_unused=True)
+        self._per_tree: dict[Any, tuple[tuple[Sharding | None, ...], tuple[bool, ...], tuple[str, ...]]] = {}
+        self._entries: dict[Any, _Entry] = {}
+
+    def split(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """(static values, dynamic arguments)."""
+        if self.static_argnums and len(args) <= self.static_argnums[-1]:
+            raise TypeError(
+                f"jit of {self.name} has static_argnums {self.static_argnums}, but was called with {len(args)} "
+                "positional arguments."
+            )
+        if not self.static_argnums:
+            return (), args
+        static = tuple(args[i] for i in self.static_argnums)
+        dyn = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
+        return static, dyn
+
+    def _leaf_config(self, tree: Any, dyn: tuple[Any, ...], kwargs: dict[str, Any]):
+        """Per leaf of ``(dyn, kwargs)``: the explicit in_sharding, whether it is donated, its path."""
+        config = self._per_tree.get(tree)
+        if config is not None:
+            return config
+        positions = [i for i in range(len(dyn) + len(self.static_argnums)) if i not in self.static_argnums]
+        counts = [jax.tree_util.tree_structure(a).num_leaves for a in dyn]
+        if self.in_shardings is None:
+            explicit: list[Sharding | None] = [None] * sum(counts)
+        else:
+            prefix_leaves, prefix_tree = jax.tree_util.tree_flatten(self.in_shardings, is_leaf=_is_sharding)
+            try:
+                subtrees = prefix_tree.flatten_up_to(dyn)
+            except ValueError as e:
+                raise ValueError(
+                    f"in_shardings of {self.name} must be a Sharding or a tuple with one entry (a sharding "
+                    f"prefix tree) per positional argument; {len(dyn)} arguments do not match it: {e}"
+                ) from None
+            explicit = [s for s, sub in zip(prefix_leaves, subtrees)
+                        for _ in range(jax.tree_util.tree_structure(sub).num_leaves)]
+        donated = [positions[j] in self.donate_argnums for j, c in enumerate(counts) for _ in range(c)]
+        paths = []
+        for path, _ in jax.tree_util.tree_flatten_with_path((dyn, kwargs))[0]:
+            head, rest = path[0].idx, path[1:]
+            if head == 0:
+                paths.append(f"args[{positions[rest[0].idx]}]{jax.tree_util.keystr(rest[1:])}")
+            else:
+                paths.append(f"kwargs{jax.tree_util.keystr(rest)}")
+        explicit += [None] * (len(paths) - len(explicit))
+        donated += [False] * (len(paths) - len(donated))
+        config = (tuple(explicit), tuple(donated), tuple(paths))
+        self._per_tree[tree] = config
+        return config
+
+    def lower(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> LoweredModule:
+        """Lowers one call (hitting the cache when an equal abstract call was lowered before)."""
+        static, dyn = self.split(args)
+        leaves, tree = jax.tree_util.tree_flatten((dyn, kwargs))
+        explicit, donated, paths = self._leaf_config(tree, dyn, kwargs)
+        avals = [abstractify(x, p) for x, p in zip(leaves, paths)]
+        chosen = [e if e is not None else a.sharding for e, a in zip(explicit, avals)]
+        key = (tree, static, tuple(
+            (a.shape, a.dtype, a.weak_type, _abstract_key(s, a.ndim)) for a, s in zip(avals, chosen)))
+        try:
+            entry = self._entries.get(key)
+        except TypeError:
+            raise TypeError(f"Static arguments of {self.name} must be hashable, got {static!r}.") from None
+        if entry is None:
+            entry = self._entries[key] = self._trace(args, kwargs, tree, avals, chosen, donated, paths)
+        named = [(p, s) for p, s in zip(paths, chosen)] + [
+            (f"result {i}", s) for i, s in enumerate(entry.out_shardings)]
+        devices, n = resolve_devices(named, entry.constraint_devices)
+        in_shardings = tuple(_bind(s, devices) for s in chosen)
+        for path, e, a, s in zip(paths, explicit, avals, in_shardings):
+            own = a.sharding
+            if e is not None and own is not None and own._is_concrete and not own.is_equivalent_to(s, a.ndim):
+                raise ValueError(
+                    f"Sharding passed to jit does not match the sharding of {path}: jit sharding {s}, argument "
+                    f"sharding {own}. Move the argument with sk.device_put first."
+                )
+        out_shardings = tuple(_bind(s, devices) for s in entry.out_shardings)
+        mesh = next((s.mesh for s in in_shardings + out_shardings if isinstance(s, NamedSharding)), None)
+        return LoweredModule(
+            module=entry.module, name=self.name, partitioner=self.partitioner, in_tree=tree,
+            out_tree=entry.out_tree, in_avals=entry.in_avals, out_avals=entry.out_avals,
+            in_shardings=in_shardings, out_shardings=out_shardings, donated=donated, num_partitions=n,
+            device_assignment=devices, mesh=mesh, executables=entry.executables,
+        )
+
+    def _out_config(self, out_info: Any) -> tuple[Sharding | None, ...]:
+        if self.out_shardings is None:
+            return (None,) * len(jax.tree_util.tree_leaves(out_info))
+        prefix_leaves, prefix_tree = jax.tree_util.tree_flatten(self.out_shardings, is_leaf=_is_sharding)
+        try:
+            subtrees = prefix_tree.flatten_up_to(out_info)
+        except ValueError as e:
+            raise ValueError(f"out_shardings of {self.name} is not a prefix of its output tree: {e}") from None
+        return tuple(s for s, sub in zip(prefix_leaves, subtrees)
+                     for _ in range(jax.tree_util.tree_structure(sub).num_leaves))
+
+    def _trace(self, args, kwargs, tree, avals, chosen, donated, paths) -> _Entry:
+        for path, s, a in zip(paths, chosen, avals):
+            _check_fits(s, a, path)
+        sds = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
+        dyn_sds, kwargs_sds = jax.tree_util.tree_unflatten(tree, sds)
+        dyn_iter = iter(dyn_sds)
+        jax_args = [a if i in self.static_argnums else next(dyn_iter) for i, a in enumerate(args)]
+        module, out_info = trace(self._jax_fun, tuple(jax_args), kwargs_sds)
+        main = ir.SymbolTable(module.operation)["main"]
+        if len(main.type.inputs) != len(avals):
+            raise NotImplementedError(
+                f"{self.name} lowered to {len(main.type.inputs)} arguments for {len(avals)} array arguments; "
+                "functions with side effects (tokens) or hoisted constants are not supported."
+            )
+        out_leaves, out_tree = jax.tree_util.tree_flatten(out_info)
+        out_avals = tuple(ShapeDtypeStruct(o.shape, o.dtype, weak_type=o.weak_type) for o in out_leaves)
+        out_shardings = self._out_config(out_info)
+        for i, (s, a) in enumerate(zip(out_shardings, out_avals)):
+            _check_fits(s, a, f"result {i}")
+        refs = constraint_devices(module)
+        constraints = tuple(tuple(lookup_devices(r)) for r in dict.fromkeys(refs))
+        named = [(p, s) for p, s in zip(paths, chosen)] + [(f"result {i}", s) for i, s in enumerate(out_shardings)]
+        _, n = resolve_devices(named, constraints)
+        in_avals = tuple(ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals)
+        attach(
+            module, partitioner=self.partitioner, num_partitions=n, in_avals=in_avals, out_avals=out_avals,
+            in_shardings=chosen, out_shardings=out_shardings, donated=donated,
+        )
+        return _Entry(module, in_avals, out_tree, out_avals, out_shardings, constraints, n)

@@ -1,0 +1,152 @@
+"""The staged API: ``jit(f)`` -> ``.lower(*args)`` -> ``Lowered`` -> ``.compile()`` -> ``Compiled`` -> call.
+
+This is where lowering, passes and the executor meet; each stage is a thin wrapper over the package that
+does the work. ``jit(f)(*args)`` runs all stages once per distinct call signature and then goes straight
+to the cached ``Compiled``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Callable
+
+import jax
+import numpy as np
+from jaxlib.mlir import ir
+
+from shardkit.array import Array
+from shardkit.executor import Compiled, compile_lowered
+from shardkit.lowering import Lowering, LoweredModule, copy_module
+from shardkit.mesh import AbstractMesh, Mesh, current_mesh
+
+
+class Lowered:
+    """A function lowered to sharded StableHLO: read it, run passes over it, compile it.
+
+    Examples:
+        >>> lowered = sk.jit(lambda a: a * 2, out_shardings=s).lower(x)
+        >>> print(lowered.as_text())      # sdy.mesh @mesh = <["x"=4, "y"=2]> ...
+        >>> lowered.compile()(x)
+    """
+
+    __slots__ = ("_lowered",)
+
+    def __init__(self, lowered: LoweredModule):
+        self._lowered = lowered
+
+    def as_text(self, debug_info: bool = False) -> str:
+        """The module's MLIR text (with source locations when ``debug_info``)."""
+        return self._lowered.module.operation.get_asm(enable_debug_info=debug_info)
+
+    def compiler_ir(self) -> ir.Module:
+        """A copy of the module (in shardkit's context) that the caller may edit freely."""
+        return copy_module(self._lowered.module)
+
+    @property
+    def in_shardings(self) -> Any:
+        """``(args, kwargs)`` shardings as the arguments' tree; None where the compiler chooses."""
+        return jax.tree_util.tree_unflatten(self._lowered.in_tree, self._lowered.in_shardings)
+
+    @property
+    def out_shardings(self) -> Any:
+        """The output tree's shardings; None where the compiler chooses."""
+        return jax.tree_util.tree_unflatten(self._lowered.out_tree, self._lowered.out_shardings)
+
+    @property
+    def mesh(self) -> Mesh | AbstractMesh | None:
+        """The mesh of the first named sharding (arguments, then results), or None."""
+        return self._lowered.mesh
+
+    def run_passes(self, pipeline: str) -> Lowered:
+        """A new Lowered with ``pipeline`` run over a copy of the module; this one is left untouched."""
+        from shardkit import passes
+
+        module = copy_module(self._lowered.module)
+        passes.run_pipeline(module, pipeline)
+        return Lowered(self._lowered.with_module(module))
+
+    def compile(self, passes: str | None = None) -> Compiled:
+        """Compiles for the lowered device assignment, after running ``passes`` (a pipeline) on a copy."""
+        lowered = self._lowered if passes is None else self.run_passes(passes)._lowered
+        return Compiled(lowered, compile_lowered(lowered))
+
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _call_key(x: Any) -> Any:
+    """What of an argument decides which compiled program runs it."""
+    t = type(x)
+    if t is Array:
+        return (x.shape, x.dtype, x.weak_type, x.sharding)
+    if t is np.ndarray:
+        return (x.shape, x.dtype)
+    if t in _SCALARS:
+        return t
+    return (t, getattr(x, "shape", None), getattr(x, "dtype", None))
+
+
+class Jitted:
+    """A function staged for sharded compilation; see ``jit``."""
+
+    __slots__ = ("_lowering", "_calls", "__wrapped__", "__name__")
+
+    def __init__(self, lowering: Lowering):
+        self._lowering = lowering
+        self._calls: dict[Any, Compiled] = {}
+        self.__wrapped__ = lowering.fun
+        self.__name__ = lowering.name
+
+    def __repr__(self) -> str:
+        return f"<shardkit.jit of {self.__name__} (partitioner={self._lowering.partitioner!r})>"
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """Lowers for these arguments (Arrays, numpy values or ShapeDtypeStructs; static ones as values)."""
+        return Lowered(self._lowering.lower(args, kwargs))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        static, dyn = self._lowering.split(args)
+        leaves, tree = jax.tree_util.tree_flatten((dyn, kwargs))
+        key = (tree, static, current_mesh(), tuple(map(_call_key, leaves)))
+        try:
+            compiled = self._calls.get(key)
+        except TypeError:
+            raise TypeError(f"Static arguments of {self.__name__} must be hashable, got {static!r}.") from None
+        if compiled is None:
+            lowered = self._lowering.lower(args, kwargs)
+            compiled = self._calls[key] = Compiled(lowered, compile_lowered(lowered))
+        return compiled._call_flat(leaves)
+
+
+def jit(
+    fun: Callable,
+    in_shardings: Any = None,
+    out_shardings: Any = None,
+    *,
+    static_argnums: int | Sequence[int] = (),
+    donate_argnums: int | Sequence[int] = (),
+    partitioner: str = "shardy",
+) -> Jitted:
+    """Stages ``fun`` for sharded compilation: jax traces it, shardkit shards, lowers, compiles and calls it.
+
+    Args:
+        fun: a function of arrays (pytrees of them); static arguments may be anything hashable.
+        in_shardings: a Sharding for every argument, or a tuple with one entry (a sharding or a prefix tree
+            of them, None = follow the argument's own sharding) per positional argument.
+        out_shardings: a Sharding or a prefix tree of the outputs; None lets the compiler choose.
+        static_argnums: positions of arguments that are compile-time constants.
+        donate_argnums: positions of arguments whose buffers the computation may reuse; donated Arrays are
+            deleted after the call.
+        partitioner: ``"shardy"`` (``sdy`` dialect) or ``"gspmd"`` (``mhlo.sharding`` strings).
+
+    Examples:
+        >>> mesh = sk.make_mesh((4, 2), ("x", "y"))
+        >>> f = sk.jit(lambda x: x * 2, out_shardings=sk.NamedSharding(mesh, P("x", "y")))
+        >>> print(f.lower(np.ones((8, 2), np.float32)).as_text())
+        >>> y = f(np.ones((8, 2), np.float32))     # an sk.Array sharded as P('x', 'y')
+    """
+    lowering = Lowering(
+        fun, in_shardings, out_shardings, static_argnums=static_argnums, donate_argnums=donate_argnums,
+        partitioner=partitioner,
+    )
+    return Jitted(lowering)
