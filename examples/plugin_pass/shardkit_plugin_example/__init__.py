@@ -1,0 +1,1 @@
+"""An example shardkit pass plugin (see pyproject.toml for its entry point)."""

@@ -1,0 +1,207 @@
+"""Running pipelines: resolve names to passes, run them in order, verify, instrument.
+
+Every item of a pipeline becomes one pass object: a shardkit ``Pass`` (built-in, registered or plugin) or,
+for any other name, an ``MlirPass`` that hands its text to jaxlib's MLIR PassManager (``canonicalize``,
+``cse``, ``sdy-*``; passes that only run on functions are nested under ``func.func`` automatically).
+``PassManager.run`` verifies the module after each pass, so a broken module is blamed on the pass that
+broke it, and offers IR printing before/after passes and a per-pass timing report, all built on one
+callback that sees every pass before and after it runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from jaxlib.mlir import ir, passmanager
+
+from shardkit.passes import diagnostics, registry
+from shardkit.passes.base import Pass
+from shardkit.passes.diagnostics import PassError
+from shardkit.passes.pipeline import PassSpec, parse_pipeline, print_pipeline
+
+
+@dataclasses.dataclass(frozen=True)
+class MlirPass:
+    """A pass registered in jaxlib's MLIR (C++), run through ``passmanager.PassManager`` by its text."""
+
+    text: str
+    nest: bool = False  # the pass runs on func.func, so it is wrapped in func.func(...)
+
+    @property
+    def name(self) -> str:
+        return parse_pipeline(self.text)[0].name
+
+    def spec(self) -> str:
+        return self.text
+
+    def pipeline_text(self) -> str:
+        return f"builtin.module(func.func({self.text}))" if self.nest else f"builtin.module({self.text})"
+
+    @classmethod
+    def resolve(cls, spec: PassSpec, context: ir.Context) -> MlirPass | None:
+        """The MLIR pass for ``spec``, nested when MLIR says it must be, or None when MLIR does not know it."""
+        text = str(spec)
+        for candidate in (cls(text), cls(text, nest=True)):
+            try:
+                with context:
+                    passmanager.PassManager.parse(candidate.pipeline_text())
+                return candidate
+            except ValueError as e:
+                message = str(e)
+                if "does not refer to a registered pass" in message:
+                    return None
+                if "did you intend to nest" in message:
+                    continue
+                raise ValueError(f"MLIR pass '{spec.name}' rejected its options: {_first_line(message)}") from None
+        return None
+
+    def apply(self, module: ir.Module) -> None:
+        try:
+            with module.context:
+                passmanager.PassManager.parse(self.pipeline_text()).run(module.operation)
+        except ir.MLIRError as e:
+            raise PassError(self.name, diagnostics.from_mlir_error(e)) from None
+
+
+def _first_line(text: str) -> str:
+    return next((line for line in text.splitlines() if line.strip()), text)
+
+
+AnyPass = Pass | MlirPass
+
+
+def resolve(spec: PassSpec, context: ir.Context | None = None) -> AnyPass:
+    """The pass object for one pipeline item; unknown names raise UnknownPassError listing close matches."""
+    cls = registry.get_pass(spec.name) if spec.children is None else None
+    if cls is not None:
+        return cls.from_options(dict(spec.options))
+    if context is None:
+        from shardkit.dialects import context as default_context
+
+        context = default_context()
+    found = MlirPass.resolve(spec, context)
+    if found is None:
+        raise registry.UnknownPassError(spec.name, [*registry.pass_names(), *registry.MLIR_PASSES])
+    return found
+
+
+# phase is "before" or "after"; the callback may print, time or record.
+Callback = Callable[[str, AnyPass, ir.Module], None]
+
+
+class PassManager:
+    """Runs a pipeline over a module in place.
+
+    Examples:
+        >>> pm = PassManager("propagate,export-gspmd", timing=True)
+        >>> pm.run(module)
+        >>> print(pm.timing_report())
+    """
+
+    def __init__(
+        self,
+        pipeline: str | Sequence[AnyPass],
+        *,
+        verify_each: bool = True,
+        print_ir_before_all: bool = False,
+        print_ir_after_all: bool = False,
+        print_ir_after: Sequence[str] = (),
+        timing: bool = False,
+        stream: TextIO | None = None,
+        callback: Callback | None = None,
+        context: ir.Context | None = None,
+    ):
+        if isinstance(pipeline, str):
+            self.passes = tuple(resolve(spec, context) for spec in parse_pipeline(pipeline))
+        else:
+            self.passes = tuple(pipeline)
+        self.verify_each = verify_each
+        self.print_ir_before_all = print_ir_before_all
+        self.print_ir_after_all = print_ir_after_all
+        self.print_ir_after = frozenset(print_ir_after)
+        self.timing = timing
+        self.stream = stream
+        self.callback = callback
+        self.timings: list[tuple[str, float]] = []
+
+    def __str__(self) -> str:
+        return ",".join(p.spec() for p in self.passes)
+
+    def __repr__(self) -> str:
+        return f"PassManager({str(self)!r})"
+
+    def _instrument(self, phase: str, p: AnyPass, module: ir.Module) -> None:
+        if phase == "before" and self.print_ir_before_all or phase == "after" and (
+            self.print_ir_after_all or p.name in self.print_ir_after
+        ):
+            title = "Before" if phase == "before" else "After"
+            out = self.stream or sys.stderr
+            out.write(f"// -----// IR Dump {title} {p.spec()} //----- //\n{module}\n")
+        if self.callback is not None:
+            self.callback(phase, p, module)
+
+    def run(self, module: ir.Module) -> None:
+        """Runs every pass in order; the first failure raises PassError naming the pass (the module is then
+        left as that pass left it: run on a copy to keep the original)."""
+        self.timings = []
+        for p in self.passes:
+            self._instrument("before", p, module)
+            start = time.perf_counter()
+            with diagnostics.collecting() as found:
+                try:
+                    p.apply(module)
+                except PassError:
+                    raise
+                except ValueError as e:
+                    raise PassError(p.name, [diagnostics.Diagnostic("error", str(e))]) from e
+            elapsed = time.perf_counter() - start
+            errors = [d for d in found if d.severity == "error"]
+            if errors:
+                raise PassError(p.name, found)
+            if self.verify_each:
+                try:
+                    module.operation.verify()
+                except ir.MLIRError as e:
+                    raise PassError(p.name, diagnostics.from_mlir_error(e), "left the module invalid") from None
+            self.timings.append((p.spec(), elapsed))
+            self.timings.append(("(verify)", time.perf_counter() - start - elapsed))
+            self._instrument("after", p, module)
+
+    def timing_report(self) -> str:
+        """Per-pass wall time of the last run, MLIR's ``-mlir-timing`` style."""
+        return format_timings(self.timings)
+
+
+def format_timings(timings: Sequence[tuple[str, float]]) -> str:
+    """A timing report over (pass, seconds) pairs; repeated names are added up."""
+    merged: dict[str, float] = {}
+    for name, seconds in timings:
+        merged[name] = merged.get(name, 0.0) + seconds
+    total = sum(merged.values()) or 1e-12
+    rule = "===" + "-" * 60 + "===\n"
+    out = io.StringIO()
+    out.write(f"{rule}  shardkit pass execution timing report\n{rule}")
+    out.write(f"  Total Execution Time: {total * 1e3:.3f} ms\n\n   Wall Time (ms)  ( %)   Name\n")
+    for name, seconds in merged.items():
+        out.write(f"  {seconds * 1e3:14.3f}  ({100 * seconds / total:5.1f}%)  {name}\n")
+    out.write(f"  {total * 1e3:14.3f}  (100.0%)  Total\n")
+    return out.getvalue()
+
+
+def run_pipeline(module: ir.Module, pipeline: str) -> None:
+    """Runs pipeline text over ``module`` in place; a failing pass raises PassError naming it.
+
+    Examples:
+        >>> run_pipeline(module, "propagate,export-gspmd")
+    """
+    PassManager(pipeline, context=module.context).run(module)
+
+
+def normalize_pipeline(pipeline: str) -> str:
+    """The pipeline's normalised text (syntax only; names are not resolved)."""
+    return print_pipeline(parse_pipeline(pipeline))

@@ -1,0 +1,46 @@
+"""propagate: Shardy sharding propagation, so every intermediate value shows the sharding chosen for it.
+
+By default this is jaxlib's ``sdy-propagation-pipeline`` (what XLA runs before partitioning): it labels every
+op with ``sdy.sharding``, closes open dimensions and turns constraints into ``sdy.reshard``. That pipeline
+takes no options, so ``keep-open=true`` runs only the propagation step (``sdy-<strategy>-propagate``),
+which leaves open dimensions open and constraints in place and accepts the tuning options below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from jaxlib.mlir import ir
+
+from shardkit.passes.base import Pass
+from shardkit.passes.manager import MlirPass
+
+_STRATEGIES = ("user-priority", "op-priority", "aggressive", "basic")
+
+
+@dataclasses.dataclass(frozen=True)
+class Propagate(Pass):
+    """Runs Shardy propagation (jaxlib's sdy-propagation-pipeline) and labels every op with its sharding."""
+
+    name = "propagate"
+    keep_open: bool = False
+    strategy: str = "user-priority"
+    conservative: bool = False
+    debug_origins: bool = False
+
+    def __post_init__(self) -> None:
+        if self.strategy not in _STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(_STRATEGIES)}, got '{self.strategy}'")
+        if not self.keep_open and self.options().keys() - {"keep-open"}:
+            raise ValueError("strategy, conservative and debug-origins need keep-open=true "
+                             "(jaxlib's sdy-propagation-pipeline takes no options)")
+
+    def mlir_pass(self) -> MlirPass:
+        if not self.keep_open:
+            return MlirPass("sdy-propagation-pipeline")
+        flags = f"conservative-propagation={str(self.conservative).lower()} "
+        flags += f"debug-sharding-origins={str(self.debug_origins).lower()}"
+        return MlirPass(f"sdy-{self.strategy}-propagate{{{flags}}}")
+
+    def apply(self, module: ir.Module) -> None:
+        self.mlir_pass().apply(module)

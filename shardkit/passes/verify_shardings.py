@@ -1,0 +1,143 @@
+"""verify-shardings: checks every sharding against its mesh, its value and the module, before XLA does.
+
+For each ``sdy.sharding`` (function arguments/results, constraints, reshards, per-op shardings): the mesh
+exists, every axis exists in it, no axis is used twice in one tensor, the rank matches, and each dimension
+divides evenly by the axes sharding it. For each ``mhlo.sharding``: it parses, tiles as many dimensions as
+the value has, divides them evenly and names only devices below ``mhlo.num_partitions``. Each mesh must
+have ``mhlo.num_partitions`` devices, and no value may carry both forms. Every finding is one diagnostic
+located at the op (``'func.func' op arg 0 - ...``, as Shardy's verifier words them); the IR is unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
+
+from shardkit.dialects import mhlo
+from shardkit.dialects import sdy as forms
+from shardkit.passes import rewriter
+from shardkit.passes.base import Pass
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyShardings(Pass):
+    """Checks mesh axes, axis reuse, divisibility and num_partitions of every sharding; reports each at its op."""
+
+    name = "verify-shardings"
+
+    def apply(self, module: ir.Module) -> None:
+        attrs = module.operation.attributes
+        partitions = ir.IntegerAttr(attrs["mhlo.num_partitions"]).value if "mhlo.num_partitions" in attrs else None
+        meshes = rewriter.meshes(module)
+        for op in rewriter.mesh_ops(module):
+            self._check_mesh(op, rewriter.mesh_of(op), partitions)
+        for op in rewriter.ops(module):
+            for where, label, found, type_ in _sites(op):
+                if "sdy.sharding" in found and mhlo.ATTR_NAME in found:
+                    self.emit_error(where, f"{label} - has both sdy.sharding and mhlo.sharding")
+                if "sdy.sharding" in found:
+                    self._check_sdy(where, label, forms.SdyTensorSharding.from_attr(found["sdy.sharding"]),
+                                    type_, meshes, partitions)
+                if mhlo.ATTR_NAME in found:
+                    self._check_hlo(where, label, found[mhlo.ATTR_NAME], type_, partitions)
+
+    def _check_mesh(self, where: ir.Operation, mesh: forms.SdyMesh, partitions: int | None,
+                    label: str = "") -> None:
+        if partitions is None or not (mesh.axes or mesh.is_maximal):
+            return
+        if mesh.is_maximal and mesh.device_ids[0] >= partitions:
+            self.emit_error(where, f"{label}maximal mesh device {mesh.device_ids[0]} is not below "
+                                   f"mhlo.num_partitions = {partitions}")
+        elif not mesh.is_maximal and mesh.size != partitions:
+            self.emit_error(where, f"{label}mesh {mesh.body} has {mesh.size} devices, but mhlo.num_partitions "
+                                   f"is {partitions}")
+
+    def _check_sdy(self, where: ir.Operation, label: str, tensor: forms.SdyTensorSharding, type_: ir.Type,
+                   meshes: dict[str, forms.SdyMesh], partitions: int | None) -> None:
+        if isinstance(tensor.mesh, forms.SdyMesh):
+            mesh = tensor.mesh
+            self._check_mesh(where, mesh, partitions, f"{label} - ")
+        elif tensor.mesh in meshes:
+            mesh = meshes[tensor.mesh]
+        else:
+            self.emit_error(where, f"{label} - unknown mesh: @{tensor.mesh}")
+            return
+        if mesh.is_maximal:
+            return
+        sizes = dict(mesh.axes)
+        refs = [a for d in tensor.dims for a in d.axes] + list(tensor.replicated) + list(tensor.unreduced)
+        for ref in refs:
+            if ref.name not in sizes:
+                self.emit_error(where, f'{label} - unknown axis name: "{ref.name}" (mesh {mesh.body})')
+        seen = [str(r) for r in refs]
+        for ref in sorted({r for r in seen if seen.count(r) > 1}):
+            self.emit_error(where, f"{label} - axis {ref} is used more than once in {tensor}")
+        shape = rewriter.shape(type_)
+        if len(tensor.dims) != len(shape):
+            self.emit_error(where, f"{label} - sharding {tensor} has {len(tensor.dims)} dimensions, but the value "
+                                   f"has rank {len(shape)}")
+            return
+        for dim, (size, d) in enumerate(zip(shape, tensor.dims)):
+            parts = math.prod(a.sub[1] if a.sub else sizes.get(a.name, 1) for a in d.axes)
+            if size >= 0 and size % parts:
+                self.emit_error(where, f"{label} - dim {dim} of size {size} is not divisible by {parts}, "
+                                       f"the size of axes {d}")
+
+    def _check_hlo(self, where: ir.Operation, label: str, attr: ir.Attribute, type_: ir.Type,
+                   partitions: int | None) -> None:
+        text = ir.StringAttr(attr).value
+        try:
+            hlo = mhlo.read(attr)
+        except RuntimeError as e:
+            self.emit_error(where, f"{label} - invalid mhlo.sharding {text!r}: {e}")
+            return
+        if hlo.tuple_elements() or hlo.is_replicated() or hlo.is_manual():
+            return
+        devices = hlo.tile_assignment_devices()
+        if partitions is not None:
+            outside = sorted(d for d in devices if d >= partitions)
+            if outside:
+                self.emit_error(where, f"{label} - mhlo.sharding {text} names devices {outside}, not below "
+                                       f"mhlo.num_partitions = {partitions}")
+            elif not hlo.is_maximal() and len(devices) != partitions:
+                self.emit_error(where, f"{label} - mhlo.sharding {text} spans {len(devices)} devices, but "
+                                       f"mhlo.num_partitions is {partitions}")
+        if hlo.is_maximal():
+            return
+        tiles = hlo.tile_assignment_dimensions()
+        extra = 1 if hlo.replicate_on_last_tile_dim() else len(hlo.subgroup_types())
+        tiles = tiles[: len(tiles) - extra]
+        shape = rewriter.shape(type_)
+        if len(tiles) != len(shape):
+            self.emit_error(where, f"{label} - mhlo.sharding {text} tiles {len(tiles)} dimensions, but the value "
+                                   f"has rank {len(shape)}")
+            return
+        for dim, (size, parts) in enumerate(zip(shape, tiles)):
+            if size >= 0 and size % parts:
+                self.emit_error(where, f"{label} - dim {dim} of size {size} is not divisible by its {parts} tiles "
+                                       f"in mhlo.sharding {text}")
+
+
+def _sites(op: ir.Operation):
+    """(op to blame, label, {attribute name: attribute}, value type) for each value ``op`` shards."""
+    if op.name == "func.func":
+        for kind, label in (("arg", "arg"), ("res", "result")):
+            for i, (d, t) in enumerate(zip(rewriter.value_attrs(op, kind), rewriter.value_types(op, kind))):
+                yield op, f"{label} {i}", d, t
+        return
+    attrs = op.attributes
+    if op.name in ("sdy.sharding_constraint", "sdy.reshard"):
+        yield op, "result 0", {"sdy.sharding": attrs["sharding"]}, op.results[0].type
+    if "sdy.sharding" in attrs:
+        per_value = sdy.TensorShardingPerValueAttr(attrs["sdy.sharding"]).shardings
+        for i, (a, r) in enumerate(zip(per_value, op.results)):
+            yield op, f"result {i}", {"sdy.sharding": a, **_hlo_entry(attrs, len(op.results))}, r.type
+    elif mhlo.ATTR_NAME in attrs and len(op.results) == 1:
+        yield op, "result 0", {mhlo.ATTR_NAME: attrs[mhlo.ATTR_NAME]}, op.results[0].type
+
+
+def _hlo_entry(attrs: ir.OpAttributeMap, results: int) -> dict[str, ir.Attribute]:
+    return {mhlo.ATTR_NAME: attrs[mhlo.ATTR_NAME]} if mhlo.ATTR_NAME in attrs and results == 1 else {}
