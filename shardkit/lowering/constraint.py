@@ -2,7 +2,7 @@
 
 Inside a trace it binds ``sharding_constraint_p``, a jax primitive of shardkit's own with rules for
 evaluation, abstract evaluation, differentiation (it is linear: the cotangent gets the same constraint) and
-batching (the batch dimension is left unsharded). Its lowering emits a device-free placeholder,
+batching (the compiler chooses how to shard the batch dimension). Its lowering emits a device-free placeholder,
 
     stablehlo.custom_call @shardkit.sharding_constraint(%x)
         {shardkit.sharding = #sdy.sharding<mesh<["x"=4, "y"=2]>, [{"x"}, {}]>, mhlo.sharding = "{...}"}
@@ -25,7 +25,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from shardkit.dialects import mhlo, sdy
-from shardkit.partition_spec import PartitionSpec
+from shardkit.partition_spec import UNCONSTRAINED, PartitionSpec
 from shardkit.sharding import NamedSharding, Sharding
 
 PLACEHOLDER = "shardkit.sharding_constraint"
@@ -62,11 +62,11 @@ def _batch(args: Any, dims: Any, *, sharding: Sharding) -> tuple[Any, Any]:
         return sharding_constraint_p.bind(x, sharding=sharding), None
     if not isinstance(sharding, NamedSharding):
         raise NotImplementedError(
-            f"vmap of with_sharding_constraint needs a NamedSharding (to leave the batch dimension unsharded), "
+            f"vmap of with_sharding_constraint needs a NamedSharding (to leave the batch dimension open), "
             f"got {sharding}."
         )
     entries = list(sharding.spec) + [None] * (x.ndim - 1 - len(sharding.spec))
-    entries.insert(dim, None)
+    entries.insert(dim, UNCONSTRAINED)  # as jax: the compiler places the batch dimension
     return sharding_constraint_p.bind(x, sharding=sharding.with_spec(PartitionSpec(*entries))), dim
 
 

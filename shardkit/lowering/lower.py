@@ -27,7 +27,7 @@ from shardkit.lowering.trace import trace
 from shardkit.lowering.types import ShapeDtypeStruct
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh, lookup_devices
 from shardkit.partition_spec import UNCONSTRAINED
-from shardkit.sharding import NamedSharding, Sharding
+from shardkit.sharding import GSPMDSharding, NamedSharding, Sharding
 
 Device = Any
 
@@ -193,6 +193,16 @@ def resolve_devices(
     return devices, n
 
 
+def _with_scalars(
+    shardings: Sequence[Sharding | None], avals: Sequence[ShapeDtypeStruct], devices: tuple[Device, ...] | None
+) -> list[Sharding | None]:
+    """Host scalars (rank 0, no sharding) replicated over the computation's devices, as jax places them."""
+    if devices is None:
+        return list(shardings)
+    return [GSPMDSharding.get_replicated(devices) if s is None and a.ndim == 0 and a.sharding is None else s
+            for s, a in zip(shardings, avals)]
+
+
 def _check_fits(s: Sharding | None, aval: ShapeDtypeStruct, path: str) -> None:
     if s is None:
         return
@@ -302,7 +312,7 @@ class Lowering:
         named = [(p, s) for p, s in zip(paths, chosen)] + [
             (f"result {i}", s) for i, s in enumerate(entry.out_shardings)]
         devices, n = resolve_devices(named, entry.constraint_devices)
-        in_shardings = tuple(_bind(s, devices) for s in chosen)
+        in_shardings = tuple(_bind(s, devices) for s in _with_scalars(chosen, avals, devices))
         for path, e, a, s in zip(paths, explicit, avals, in_shardings):
             own = a.sharding
             if e is not None and own is not None and own._is_concrete and not own.is_equivalent_to(s, a.ndim):
@@ -352,10 +362,10 @@ class Lowering:
         refs = constraint_devices(module)
         constraints = tuple(tuple(lookup_devices(r)) for r in dict.fromkeys(refs))
         named = [(p, s) for p, s in zip(paths, chosen)] + [(f"result {i}", s) for i, s in enumerate(out_shardings)]
-        _, n = resolve_devices(named, constraints)
+        devices, n = resolve_devices(named, constraints)
         in_avals = tuple(ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals)
         attach(
             module, partitioner=self.partitioner, num_partitions=n, in_avals=in_avals, out_avals=out_avals,
-            in_shardings=chosen, out_shardings=out_shardings, donated=donated,
+            in_shardings=_with_scalars(chosen, avals, devices), out_shardings=out_shardings, donated=donated,
         )
         return _Entry(module, in_avals, out_tree, out_avals, out_shardings, constraints, n)
