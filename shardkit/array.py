@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import jax
@@ -136,10 +138,12 @@ def _aligned_empty(shape: Shape, dtype: np.dtype) -> np.ndarray:
     return raw[offset : offset + nbytes].view(dtype).reshape(shape)
 
 
-def _assemble(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray]]) -> np.ndarray:
-    """Fills ``out`` (the piece at ``box``) from every source piece that overlaps it, each overlap copied once."""
+def _overlaps(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (destination view, source view) copies that fill ``out`` (the piece at ``box``) from every source
+    piece that overlaps it."""
     if out.size == 0:
-        return out
+        return []
+    jobs = []
     for src_box, src in sources:
         lo = [max(a, c) for (a, _), (c, _) in zip(box, src_box)]
         hi = [min(b, d) for (_, b), (_, d) in zip(box, src_box)]
@@ -147,21 +151,46 @@ def _assemble(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray
             continue
         dst_at = tuple(slice(l - a, h - a) for l, h, (a, _) in zip(lo, hi, box))
         src_at = tuple(slice(l - c, h - c) for l, h, (c, _) in zip(lo, hi, src_box))
-        np.copyto(out[dst_at + (...,)], src[src_at + (...,)], casting="unsafe")  # `...` keeps 0-d views arrays
-    return out
+        jobs.append((out[dst_at + (...,)], src[src_at + (...,)]))  # `...` keeps 0-d views arrays
+    return jobs
+
+
+_PARALLEL_BYTES = 4 << 20  # below this, a thread hand-off costs more than it saves
+_pool: ThreadPoolExecutor | None = None
+
+
+def _copy_all(jobs: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Runs the copies; big ones are cut into row blocks spread over a thread pool (numpy copies release
+    the GIL, and first-touch page faults of fresh memory then proceed on every core)."""
+    global _pool
+    workers = os.cpu_count() or 1
+    total = sum(d.nbytes for d, _ in jobs)
+    if workers == 1 or total < _PARALLEL_BYTES:
+        for dst, src in jobs:
+            np.copyto(dst, src, casting="unsafe")
+        return
+    block = max(total // (4 * workers), 1 << 20)
+    blocks = []
+    for dst, src in jobs:
+        k = min(dst.shape[0], dst.nbytes // block) if dst.ndim else 1
+        if k < 2:
+            blocks.append((dst, src))
+            continue
+        cuts = [i * dst.shape[0] // k for i in range(k + 1)]
+        blocks += [(dst[a:b], src[a:b]) for a, b in zip(cuts, cuts[1:])]
+    if _pool is None:
+        _pool = ThreadPoolExecutor(workers, thread_name_prefix="shardkit-copy")
+    list(_pool.map(lambda job: np.copyto(job[0], job[1], casting="unsafe"), blocks))
 
 
 def _owned_pieces(layout: _Layout, dtype: np.dtype, sources_of: Callable[[int], Sequence]) -> list[np.ndarray]:
-    """One fresh aligned host piece per local device; a replica is a copy of the first, never the same memory
-    (a donated buffer may be written in place, and its replicas must not change with it)."""
-    pieces: list[np.ndarray] = []
-    for pos, first in enumerate(layout.first):
-        out = _aligned_empty(layout.piece_shape, dtype)
-        if first == pos:
-            _assemble(out, layout.boxes[pos], sources_of(pos))
-        else:
-            np.copyto(out, pieces[first])
-        pieces.append(out)
+    """One fresh aligned host piece per local device, replicas included: a replica never shares memory with
+    another device's piece (a donated buffer may be written in place, and its replicas must not change)."""
+    pieces = [_aligned_empty(layout.piece_shape, dtype) for _ in layout.devices]
+    jobs = []
+    for out, box, first in zip(pieces, layout.boxes, layout.first):
+        jobs += _overlaps(out, box, sources_of(first))
+    _copy_all(jobs)
     return pieces
 
 
@@ -364,7 +393,8 @@ class Array:
         else:
             distinct = layout.distinct
             pieces = _to_host([buffers[p] for p in distinct])
-            value = _assemble(np.empty(shape, self.dtype), _full(shape), [(layout.boxes[p], v) for p, v in zip(distinct, pieces)])
+            value = np.empty(shape, self.dtype)
+            _copy_all(_overlaps(value, _full(shape), [(layout.boxes[p], v) for p, v in zip(distinct, pieces)]))
         value.flags.writeable = False
         self._npy = value
         return value
@@ -811,7 +841,9 @@ def _reshard(x: Array, sharding: Sharding) -> Array:
             pieces = _owned_pieces(dst, dtype, lambda pos: sources)
             return wrap(_put(sharding, shape, dtype, dst, pieces), sharding, weak_type=x._weak_type)
         for p in assemble:
-            out[p] = _put_one(_assemble(_aligned_empty(dst.piece_shape, dtype), dst.boxes[p], sources), dst.devices[p])
+            piece = _aligned_empty(dst.piece_shape, dtype)
+            _copy_all(_overlaps(piece, dst.boxes[p], sources))
+            out[p] = _put_one(piece, dst.devices[p])
     impl = _jaxlib.array_impl(_aval(shape, dtype, False), jaxlib_sharding(sharding, len(shape)), out)
     return wrap(impl, sharding, weak_type=x._weak_type)
 
