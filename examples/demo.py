@@ -11,6 +11,8 @@ import jax  # noqa: E402
 
 jax.config.update("jax_num_cpu_devices", 8)
 
+import numpy as np  # noqa: E402
+
 import shardkit as sk  # noqa: E402
 from shardkit import P  # noqa: E402
 from shardkit.dialects import mhlo, sdy  # noqa: E402
@@ -36,6 +38,11 @@ def main() -> None:
     for spec in [P("x", "y"), P("x"), P(None, "y"), P(("x", "y")), P()]:
         show_sharding(sk.NamedSharding(mesh, spec), shape)
     show_sharding(sk.GSPMDSharding(sk.devices(), "{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}"), shape)
+
+    x = sk.device_put(np.arange(16.0).reshape(8, 2), sk.NamedSharding(mesh, P("x")))
+    print(f"\nsharded Array on {x.sharding}:\n{x!r}")
+    for shard in x.addressable_shards:
+        print(f"  device {shard.device.id}  index {shard.index}  replica {shard.replica_id}  data {np.asarray(shard.data).tolist()}")
 
 
 if __name__ == "__main__":
