@@ -25,7 +25,8 @@ from shardkit.dialects import sdy as forms
 from shardkit.passes import rewriter
 from shardkit.passes.base import Pass
 
-_CONVERTED = ("sdy.mesh", "sdy.sharding_constraint", "sdy.reshard", "sdy.constant")
+# sdy.return only ends the region of an op that is reported itself.
+_CONVERTED = ("sdy.mesh", "sdy.sharding_constraint", "sdy.reshard", "sdy.constant", "sdy.return")
 
 
 def hlo_sharding(tensor: forms.SdyTensorSharding, meshes: dict[str, forms.SdyMesh], ndim: int) -> xc.HloSharding:

@@ -36,7 +36,7 @@ class StripShardings(Pass):
                     rewriter.replace(op, new.results)
                 elif op.name == "sdy.mesh":
                     rewriter.erase(op)
-                elif op.name.startswith("sdy.") or _is_manual_call(op):
+                elif op.name.startswith("sdy.") and op.name != "sdy.return" or _is_manual_call(op):
                     self.emit_error(op, "cannot be stripped to a single-device form")
                 else:
                     _strip_attrs(op)
