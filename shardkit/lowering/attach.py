@@ -146,13 +146,17 @@ def _rewrite_constraint(op: ir.Operation, partitioner: str, table: _MeshTable) -
     op.erase()
 
 
-def constraint_devices(module: ir.Module) -> list[DeviceRefs]:
-    """The devices of each concrete ``with_sharding_constraint`` placeholder, as (platform, id) refs."""
-    out = []
+def constraint_meshes(module: ir.Module) -> list[DeviceRefs | int]:
+    """Per ``with_sharding_constraint`` placeholder: its devices as (platform, id) refs, or for an
+    AbstractMesh its number of devices."""
+    out: list[DeviceRefs | int] = []
     for op in _placeholders(module):
         if DEVICES_ATTR in op.attributes:
             platform = ir.StringAttr(op.attributes[PLATFORM_ATTR]).value
             out.append(tuple((platform, i) for i in ir.DenseI64ArrayAttr(op.attributes[DEVICES_ATTR])))
+        else:
+            mesh = sdy.SdyTensorSharding.from_attr(op.attributes[SDY_ATTR]).mesh
+            out.append(mesh.size)
     return out
 
 

@@ -79,7 +79,8 @@ def _check(sharding: Any, shape: tuple[int, ...], path: str) -> None:
     try:
         sharding.shard_shape(shape)
     except ValueError as e:
-        raise type(e)(f"with_sharding_constraint on {path} of shape {shape}: {e}") from None
+        e.args = (f"with_sharding_constraint on {path} of shape {shape}: {e}", *e.args[1:])
+        raise
 
 
 def with_sharding_constraint(x: Any, shardings: Any) -> Any:

@@ -22,7 +22,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from shardkit.caching import memoize
-from shardkit.lowering.attach import PARTITIONERS, attach, constraint_devices
+from shardkit.lowering.attach import PARTITIONERS, attach, constraint_meshes
 from shardkit.lowering.trace import trace
 from shardkit.lowering.types import ShapeDtypeStruct
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh, lookup_devices
@@ -70,7 +70,7 @@ class _Entry:
     out_tree: Any
     out_avals: tuple[ShapeDtypeStruct, ...]
     out_shardings: tuple[Sharding | None, ...]
-    constraint_devices: tuple[tuple[Device, ...], ...]
+    constraints: tuple[tuple[Device, ...] | int, ...]  # devices, or an AbstractMesh's size
     num_partitions: int
     executables: dict = dataclasses.field(default_factory=dict)
 
@@ -154,22 +154,26 @@ def _ids(devices: Sequence[Device]) -> list[int]:
 
 
 def resolve_devices(
-    named: Sequence[tuple[str, Sharding | None]], constraints: Sequence[tuple[Device, ...]]
+    named: Sequence[tuple[str, Sharding | None]], constraints: Sequence[tuple[Device, ...] | int]
 ) -> tuple[tuple[Device, ...] | None, int]:
     """(the device assignment, the number of partitions) of a computation with these shardings.
 
-    Every concrete sharding must name the same devices in the same order. Abstract meshes take their devices
-    from there, or from the innermost ``with mesh:`` of their size; a computation with no sharding at all
-    runs on jax's default device.
+    ``constraints`` holds each sharding constraint's devices, or its AbstractMesh's size. Every concrete
+    sharding must name the same devices in the same order. Abstract meshes take their devices from there,
+    or from the innermost ``with mesh:`` of their size; a computation with no sharding at all runs on jax's
+    default device.
     """
     devices: tuple[Device, ...] | None = None
     first = ""
     abstract: dict[int, str] = {}
     concrete = [(what, s._device_assignment) for what, s in named if s is not None and s._is_concrete]
-    concrete += [("a with_sharding_constraint", d) for d in constraints]
+    concrete += [("a with_sharding_constraint", d) for d in constraints if not isinstance(d, int)]
     for what, s in named:
         if s is not None and not s._is_concrete:
             abstract.setdefault(s.num_devices, what)
+    for size in constraints:
+        if isinstance(size, int):
+            abstract.setdefault(size, "a with_sharding_constraint")
     for what, d in concrete:
         if devices is None:
             devices, first = d, what
@@ -193,6 +197,13 @@ def resolve_devices(
     return devices, n
 
 
+def _named(paths, chosen, avals, out_shardings) -> list[tuple[str, Sharding | None]]:
+    """Every sharding that decides the devices: arguments', arguments' own ones (they bind abstract
+    in_shardings), results'."""
+    own = [(p, a.sharding) for p, s, a in zip(paths, chosen, avals) if a.sharding is not None and a.sharding is not s]
+    return [*zip(paths, chosen), *own, *((f"result {i}", s) for i, s in enumerate(out_shardings))]
+
+
 def _with_scalars(
     shardings: Sequence[Sharding | None], avals: Sequence[ShapeDtypeStruct], devices: tuple[Device, ...] | None
 ) -> list[Sharding | None]:
@@ -209,7 +220,8 @@ def _check_fits(s: Sharding | None, aval: ShapeDtypeStruct, path: str) -> None:
     try:
         s.shard_shape(aval.shape)
     except ValueError as e:
-        raise type(e)(f"{path} of shape {aval.shape}: {e}") from None
+        e.args = (f"{path} of shape {aval.shape}: {e}", *e.args[1:])
+        raise
 
 
 class Lowering:
@@ -309,9 +321,7 @@ class Lowering:
             raise TypeError(f"Static arguments of {self.name} must be hashable, got {static!r}.") from None
         if entry is None:
             entry = self._entries[key] = self._trace(args, kwargs, tree, avals, chosen, donated, paths)
-        named = [(p, s) for p, s in zip(paths, chosen)] + [
-            (f"result {i}", s) for i, s in enumerate(entry.out_shardings)]
-        devices, n = resolve_devices(named, entry.constraint_devices)
+        devices, n = resolve_devices(_named(paths, chosen, avals, entry.out_shardings), entry.constraints)
         in_shardings = tuple(_bind(s, devices) for s in _with_scalars(chosen, avals, devices))
         for path, e, a, s in zip(paths, explicit, avals, in_shardings):
             own = a.sharding
@@ -359,10 +369,9 @@ class Lowering:
         out_shardings = self._out_config(out_info)
         for i, (s, a) in enumerate(zip(out_shardings, out_avals)):
             _check_fits(s, a, f"result {i}")
-        refs = constraint_devices(module)
-        constraints = tuple(tuple(lookup_devices(r)) for r in dict.fromkeys(refs))
-        named = [(p, s) for p, s in zip(paths, chosen)] + [(f"result {i}", s) for i, s in enumerate(out_shardings)]
-        devices, n = resolve_devices(named, constraints)
+        constraints = tuple(m if isinstance(m, int) else tuple(lookup_devices(m))
+                            for m in dict.fromkeys(constraint_meshes(module)))
+        devices, n = resolve_devices(_named(paths, chosen, avals, out_shardings), constraints)
         in_avals = tuple(ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals)
         attach(
             module, partitioner=self.partitioner, num_partitions=n, in_avals=in_avals, out_avals=out_avals,
