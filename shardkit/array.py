@@ -134,7 +134,7 @@ def _aligned_empty(shape: Shape, dtype: np.dtype) -> np.ndarray:
     """Fresh host memory at a 64-byte boundary, which jaxlib's CPU client places without copying."""
     nbytes = math.prod(shape) * dtype.itemsize
     raw = np.empty(nbytes + 64, dtype=np.uint8)
-    offset = -raw.ctypes.data % 64
+    offset = -raw.__array_interface__["data"][0] % 64
     return raw[offset : offset + nbytes].view(dtype).reshape(shape)
 
 
@@ -145,6 +145,9 @@ def _overlaps(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray
         return []
     jobs = []
     for src_box, src in sources:
+        if src_box == box:  # the common case: a source piece is exactly this piece
+            jobs.append((out, src))
+            continue
         lo = [max(a, c) for (a, _), (c, _) in zip(box, src_box)]
         hi = [min(b, d) for (_, b), (_, d) in zip(box, src_box)]
         if any(l >= h for l, h in zip(lo, hi)):
@@ -156,20 +159,28 @@ def _overlaps(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray
 
 
 _PARALLEL_BYTES = 4 << 20  # below this, a thread hand-off costs more than it saves
+_WORKERS = os.cpu_count() or 1
 _pool: ThreadPoolExecutor | None = None
+
+
+def _forget_pool() -> None:
+    global _pool
+    _pool = None  # a forked child has none of the parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _copy_all(jobs: list[tuple[np.ndarray, np.ndarray]]) -> None:
     """Runs the copies; big ones are cut into row blocks spread over a thread pool (numpy copies release
     the GIL, and first-touch page faults of fresh memory then proceed on every core)."""
     global _pool
-    workers = os.cpu_count() or 1
     total = sum(d.nbytes for d, _ in jobs)
-    if workers == 1 or total < _PARALLEL_BYTES:
+    if _WORKERS == 1 or total < _PARALLEL_BYTES:
         for dst, src in jobs:
             np.copyto(dst, src, casting="unsafe")
         return
-    block = max(total // (4 * workers), 1 << 20)
+    block = max(total // (4 * _WORKERS), 1 << 20)
     blocks = []
     for dst, src in jobs:
         k = min(dst.shape[0], dst.nbytes // block) if dst.ndim else 1
@@ -179,7 +190,7 @@ def _copy_all(jobs: list[tuple[np.ndarray, np.ndarray]]) -> None:
         cuts = [i * dst.shape[0] // k for i in range(k + 1)]
         blocks += [(dst[a:b], src[a:b]) for a, b in zip(cuts, cuts[1:])]
     if _pool is None:
-        _pool = ThreadPoolExecutor(workers, thread_name_prefix="shardkit-copy")
+        _pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="shardkit-copy")
     list(_pool.map(lambda job: np.copyto(job[0], job[1], casting="unsafe"), blocks))
 
 
@@ -819,7 +830,7 @@ def _reshard(x: Array, sharding: Sharding) -> Array:
         else:
             out[pos] = buffers[candidates[0]]
             copies.append(pos)
-    if assemble and not (x.is_fully_addressable and _holds_every_piece(x._sharding, shape)):
+    if assemble and not _holds_every_piece(x._sharding, shape):
         raise ValueError(
             f"Cannot reshard an Array of shape {shape} that spans other processes' devices from {x._sharding} "
             f"to {sharding}: the new pieces on devices {[dst.devices[p].id for p in assemble]} are not held "

@@ -54,3 +54,12 @@ def test_process_allgather_matches_jax():
             np.testing.assert_array_equal(got, want)
     tree = multihost.process_allgather({"x": x, "n": [DATA]}, tiled=True)
     np.testing.assert_array_equal(tree["n"][0], DATA)
+
+
+def test_the_cross_process_gather_step_replicates_through_sk_jit():
+    """process_allgather's many-process path: a compiled identity onto every device (here on one process)."""
+    for s in (sk.NamedSharding(MESH, P("x", "y")), sk.GSPMDSharding(DEVS, "{devices=[4,2]<=[8]}")):
+        r = multihost._replicated(sk.device_put(DATA, s))
+        assert r.is_fully_replicated and r.sharding.device_set == s.device_set
+        for shard in r.addressable_shards:
+            np.testing.assert_array_equal(np.asarray(shard.data), DATA)
