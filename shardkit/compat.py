@@ -36,7 +36,7 @@ class GlobalDeviceArray(Array):
         >>> data = np.arange(64).reshape(8, 8)
         >>> gda = GlobalDeviceArray.from_callback((8, 8), mesh, P("x", "y"), lambda index: data[index])
         >>> gda.local_shards[0].data.shape, gda.mesh_axes
-        ((2, 4), PartitionSpec('x', 'y'))
+        ((2, 4), P('x', 'y'))
     """
 
     __slots__ = ()

@@ -50,7 +50,7 @@ def host_local_array_to_global_array(local_inputs: Any, global_mesh: Mesh, pspec
     Examples:
         >>> mesh = make_mesh((4, 2), ("x", "y"))
         >>> host_local_array_to_global_array(np.arange(8.0), mesh, P("x")).sharding.spec
-        PartitionSpec('x',)
+        P('x',)
     """
 
     def one(x: Any, spec: PartitionSpec) -> Array:
