@@ -4,7 +4,8 @@ jax's own persistent cache only covers jax's compile path, so shardkit keeps one
 ``compile_and_load``. Opt in with ``set_cache_dir(path)`` or the ``SHARDKIT_COMPILATION_CACHE_DIR``
 environment variable.
 
-Key: sha256 over the module's bytecode, ``CompileOptions.SerializeAsString()`` (device assignment, partition
+Key: sha256 over the module's text without locations (where in the caller's code it was lowered does not
+change the program), ``CompileOptions.SerializeAsString()`` (device assignment, partition
 count, partitioner and flags), the devices' platform, kind and id, the platform version and jaxlib's version.
 Entry: a magic line, the sha256 of the payload, then jaxlib's serialized executable. A read checks the
 magic and checksum before jaxlib sees a byte, so a truncated or corrupt entry is a miss (and is replaced),
@@ -43,11 +44,11 @@ def cache_dir() -> Path | None:
     return Path(env) if env else None
 
 
-def cache_key(module_bytecode: bytes, options: xc.CompileOptions, devices: Sequence[Any]) -> str:
+def cache_key(module_text: bytes, options: xc.CompileOptions, devices: Sequence[Any]) -> str:
     h = hashlib.sha256()
     client = devices[0].client
     parts = [
-        module_bytecode,
+        module_text,
         options.SerializeAsString(),
         repr([(d.platform, d.device_kind, d.id) for d in devices]).encode(),
         client.platform_version.encode(),

@@ -8,7 +8,6 @@ passes rewrote from one form to the other still compiles correctly.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from typing import Any
 
@@ -82,9 +81,8 @@ def compile_lowered(lowered: LoweredModule) -> Any:
     directory = cache.cache_dir()
     key = None
     if directory is not None:
-        buf = io.BytesIO()
-        lowered.module.operation.write_bytecode(file=buf)
-        key = cache.cache_key(buf.getvalue(), options, devices)
+        text = lowered.module.operation.get_asm(binary=True, enable_debug_info=False)
+        key = cache.cache_key(text, options, devices)
         exe = cache.load(directory, key, device_list, options)
     if exe is None:
         exe = devices[0].client.compile_and_load(lowered.module, device_list, options)
