@@ -42,7 +42,8 @@ def main() -> None:
     x = sk.device_put(np.arange(16.0).reshape(8, 2), sk.NamedSharding(mesh, P("x")))
     print(f"\nsharded Array on {x.sharding}:\n{x!r}")
     for shard in x.addressable_shards:
-        print(f"  device {shard.device.id}  index {shard.index}  replica {shard.replica_id}  data {np.asarray(shard.data).tolist()}")
+        data = np.asarray(shard.data).tolist()
+        print(f"  device {shard.device.id}  index {shard.index}  replica {shard.replica_id}  data {data}")
 
 
 if __name__ == "__main__":

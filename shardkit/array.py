@@ -22,6 +22,7 @@ that dimension with size 1 (the equivalent tiled GSPMD layout) and ``Shard.data`
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 import os
@@ -138,7 +139,10 @@ def _aligned_empty(shape: Shape, dtype: np.dtype) -> np.ndarray:
     return raw[offset : offset + nbytes].view(dtype).reshape(shape)
 
 
-def _overlaps(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
+Copy = tuple[np.ndarray, np.ndarray]  # (destination view, source view)
+
+
+def _overlaps(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray]]) -> list[Copy]:
     """The (destination view, source view) copies that fill ``out`` (the piece at ``box``) from every source
     piece that overlaps it."""
     if out.size == 0:
@@ -150,10 +154,10 @@ def _overlaps(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray
             continue
         lo = [max(a, c) for (a, _), (c, _) in zip(box, src_box)]
         hi = [min(b, d) for (_, b), (_, d) in zip(box, src_box)]
-        if any(l >= h for l, h in zip(lo, hi)):
+        if any(start >= stop for start, stop in zip(lo, hi)):
             continue
-        dst_at = tuple(slice(l - a, h - a) for l, h, (a, _) in zip(lo, hi, box))
-        src_at = tuple(slice(l - c, h - c) for l, h, (c, _) in zip(lo, hi, src_box))
+        dst_at = tuple(slice(start - a, stop - a) for start, stop, (a, _) in zip(lo, hi, box))
+        src_at = tuple(slice(start - c, stop - c) for start, stop, (c, _) in zip(lo, hi, src_box))
         jobs.append((out[dst_at + (...,)], src[src_at + (...,)]))  # `...` keeps 0-d views arrays
     return jobs
 
@@ -171,7 +175,7 @@ def _forget_pool() -> None:
 os.register_at_fork(after_in_child=_forget_pool)
 
 
-def _copy_all(jobs: list[tuple[np.ndarray, np.ndarray]]) -> None:
+def _copy_all(jobs: list[Copy]) -> None:
     """Runs the copies; big ones are cut into row blocks spread over a thread pool (numpy copies release
     the GIL, and first-touch page faults of fresh memory then proceed on every core)."""
     global _pool
@@ -188,7 +192,7 @@ def _copy_all(jobs: list[tuple[np.ndarray, np.ndarray]]) -> None:
             blocks.append((dst, src))
             continue
         cuts = [i * dst.shape[0] // k for i in range(k + 1)]
-        blocks += [(dst[a:b], src[a:b]) for a, b in zip(cuts, cuts[1:])]
+        blocks += [(dst[a:b], src[a:b]) for a, b in itertools.pairwise(cuts)]
     if _pool is None:
         _pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="shardkit-copy")
     list(_pool.map(lambda job: np.copyto(job[0], job[1], casting="unsafe"), blocks))
@@ -237,7 +241,7 @@ class Shard:
     ``data`` is a single-device ``Array``, or None for another process's device.
     """
 
-    __slots__ = ("device", "data", "_sharding", "_global_shape")
+    __slots__ = ("_global_shape", "_sharding", "data", "device")
 
     def __init__(self, device: Device, sharding: Sharding, global_shape: Shape, data: Array | None = None):
         self.device = device
@@ -280,7 +284,7 @@ class Array:
         ((slice(0, 2, None), slice(1, 2, None)), (2, 1))
     """
 
-    __slots__ = ("_impl", "_sharding", "_weak_type", "_npy", "_shards")
+    __slots__ = ("_impl", "_npy", "_sharding", "_shards", "_weak_type")
     __hash__ = None  # type: ignore[assignment]  # mutable via delete(), like jax.Array
 
     def __init__(self, shape: Sequence[int], sharding: Sharding, arrays: Sequence[Any], *, dtype: Any = None):
@@ -561,7 +565,10 @@ def _single_device(a: Any, i: int) -> tuple[Any, Device]:
         raise TypeError(f"Per-device array {i} must be a shardkit or jax Array on one device, got {type(a).__name__}.")
     devices = a.devices()
     if len(devices) != 1:
-        raise ValueError(f"Per-device array {i} must live on one device, but it spans {len(devices)}: {sorted(d.id for d in devices)}.")
+        raise ValueError(
+            f"Per-device array {i} must live on one device, but it spans {len(devices)}: "
+            f"{sorted(d.id for d in devices)}."
+        )
     return a, next(iter(devices))
 
 
@@ -594,9 +601,11 @@ def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any
     if expected_ids != given_ids:
         msg = "Addressable devices and per-device arrays devices do not match."
         if expected_ids - given_ids:
-            msg += f" Sharding contains devices {sorted(expected_ids - given_ids)} that are not present in per-device arrays."
+            missing = sorted(expected_ids - given_ids)
+            msg += f" Sharding contains devices {missing} that are not present in per-device arrays."
         if given_ids - expected_ids:
-            msg += f" Per-device arrays contain devices {sorted(given_ids - expected_ids)} that are not present in the sharding."
+            extra = sorted(given_ids - expected_ids)
+            msg += f" Per-device arrays contain devices {extra} that are not present in the sharding."
         raise ValueError(msg)
     expected = sharding.shard_shape(shape)
     for a, device in arrays:
@@ -611,7 +620,8 @@ def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any
         for piece, host in zip(pieces, _to_host(ordered)):
             np.copyto(piece, host.reshape(layout.piece_shape))
         return _put(sharding, shape, dtype, layout, pieces), sharding, False
-    return _jaxlib.array_impl(_aval(shape, dtype, False), jaxlib_sharding(sharding, len(shape)), ordered), sharding, False
+    impl = _jaxlib.array_impl(_aval(shape, dtype, False), jaxlib_sharding(sharding, len(shape)), ordered)
+    return impl, sharding, False
 
 
 # -- constructors --------------------------------------------------------------------------------------
@@ -634,7 +644,7 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Shardin
 
 
 def _canonical_dtype(dtype: np.dtype) -> np.dtype:
-    if dtype == object:
+    if dtype.kind == "O":
         raise TypeError("Arrays of Python objects cannot be placed on devices.")
     return np.dtype(jax.dtypes.canonicalize_dtype(dtype))
 
@@ -743,7 +753,10 @@ def _local_to_global_shape(sharding: Sharding, local_shape: Shape) -> Shape:
     for d, n in enumerate(local_shape):
         total, held = len(everywhere[d]), len(here[d])
         if (n * total) % held:
-            raise ValueError(f"Cannot infer global_shape: dimension {d} of the local data ({n}) does not split over {held} local slices. Pass global_shape.")
+            raise ValueError(
+                f"Cannot infer global_shape: dimension {d} of the local data ({n}) does not split over {held} "
+                "local slices. Pass global_shape."
+            )
         out.append(n * total // held)
     return tuple(out)
 
@@ -800,7 +813,8 @@ def _from_host(x: Any, sharding: Any, weak_type: bool | None = None) -> Array:
     layout = _layout(sharding, shape)
     full = _full(shape)
     pieces = _owned_pieces(layout, dtype, lambda pos: [(full, value)])
-    return wrap(_put(sharding, shape, dtype, layout, pieces), sharding, weak_type=weak if weak_type is None else weak_type)
+    weak = weak if weak_type is None else weak_type
+    return wrap(_put(sharding, shape, dtype, layout, pieces), sharding, weak_type=weak)
 
 
 # -- resharding ------------------------------------------------------------------------------------------

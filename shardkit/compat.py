@@ -62,7 +62,8 @@ class GlobalDeviceArray(Array):
                               data_callback: Callable[[list[Index]], Sequence[Any]]) -> GlobalDeviceArray:
         """Calls ``data_callback(indices)`` once with every distinct local index; it returns one value each."""
         sharding = _sharding(global_mesh, mesh_axes)
-        indices = list({_index_key(i): i for i in sharding.addressable_devices_indices_map(tuple(global_shape)).values()}.values())
+        local = sharding.addressable_devices_indices_map(tuple(global_shape)).values()
+        indices = list({_index_key(i): i for i in local}.values())
         values = {_index_key(i): v for i, v in zip(indices, data_callback(indices))}
         return cls._of(make_array_from_callback(global_shape, sharding, lambda index: values[_index_key(index)]))
 

@@ -34,11 +34,15 @@ def _map(fn: Any, tree: Any, pspecs: Any) -> Any:
     return jax.tree_util.tree_map(fn, tree, pspecs, is_leaf=lambda x: isinstance(x, PartitionSpec))
 
 
-def _scale(mesh: Mesh, spec: PartitionSpec, dim: int) -> tuple[int, int]:
-    """(global, local) number of pieces that ``spec`` cuts dimension ``dim`` into."""
-    axes = spec.axes_of(dim) if dim < len(spec) else ()
-    local = mesh.local_mesh
-    return math.prod(mesh.axis_size(a) for a in axes), math.prod(local.axis_size(a) for a in axes)
+def _rescaled(shape: tuple[int, ...], mesh: Mesh, spec: PartitionSpec, *, to_global: bool) -> tuple[int, ...]:
+    """``shape`` with each dimension scaled by (pieces over the whole mesh) / (pieces over the local mesh)."""
+    out = []
+    for dim, n in enumerate(shape):
+        axes = spec.axes_of(dim) if dim < len(spec) else ()
+        whole = math.prod(mesh.axis_size(a) for a in axes)
+        local = math.prod(mesh.local_mesh.axis_size(a) for a in axes)
+        out.append(n * whole // local if to_global else n * local // whole)
+    return tuple(out)
 
 
 def host_local_array_to_global_array(local_inputs: Any, global_mesh: Mesh, pspecs: Any) -> Any:
@@ -58,8 +62,7 @@ def host_local_array_to_global_array(local_inputs: Any, global_mesh: Mesh, pspec
             return x
         sharding = NamedSharding(global_mesh, spec)
         local_sharding = NamedSharding(global_mesh.local_mesh, spec)
-        shape = np.shape(x)
-        global_shape = tuple(n * g // l for n, (g, l) in ((n, _scale(global_mesh, spec, d)) for d, n in enumerate(shape)))
+        global_shape = _rescaled(np.shape(x), global_mesh, spec, to_global=True)
         if isinstance(x, Array) and x.sharding.is_equivalent_to(local_sharding, x.ndim):
             impl = _jaxlib.array_impl(
                 _aval(global_shape, x.dtype, x.weak_type), jaxlib_sharding(sharding, x.ndim),
@@ -92,7 +95,7 @@ def global_array_to_host_local_array(global_inputs: Any, global_mesh: Mesh, pspe
         if not x.sharding.is_equivalent_to(sharding, x.ndim):
             x = _reshard(x, sharding)
         local_sharding = NamedSharding(global_mesh.local_mesh, spec)
-        local_shape = tuple(n * l // g for n, (g, l) in ((n, _scale(global_mesh, spec, d)) for d, n in enumerate(x.shape)))
+        local_shape = _rescaled(x.shape, global_mesh, spec, to_global=False)
         impl = _jaxlib.array_impl(
             _aval(local_shape, x.dtype, x.weak_type), jaxlib_sharding(local_sharding, x.ndim),
             _jaxlib.per_device_arrays(x._impl),

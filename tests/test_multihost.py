@@ -48,7 +48,8 @@ def test_process_allgather_matches_jax():
     x = sk.device_put(DATA, sk.NamedSharding(MESH, P("x", "y")))
     for tiled in (False, True):
         for value in (x, DATA, np.float32(3)):
-            want = multihost_utils.process_allgather(value if not isinstance(value, sk.Array) else value.to_jax(), tiled=tiled)
+            oracle_input = value.to_jax() if isinstance(value, sk.Array) else value
+            want = multihost_utils.process_allgather(oracle_input, tiled=tiled)
             got = multihost.process_allgather(value, tiled=tiled)
             assert isinstance(got, np.ndarray) and got.shape == want.shape
             np.testing.assert_array_equal(got, want)
