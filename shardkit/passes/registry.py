@@ -73,7 +73,7 @@ class _Plugin:
     def source(self) -> str:
         dist = self.entry_point.dist
         owner = f"distribution '{dist.name}'" if dist is not None else "an unnamed distribution"
-        return f"plugin {owner} (entry point '{self.entry_point.name} = {self.entry_point.value}')"
+        return f"{owner} (entry point '{self.entry_point.name} = {self.entry_point.value}')"
 
 
 _registered: dict[str, type[Pass]] = {}
@@ -137,22 +137,22 @@ def _load_plugin(name: str) -> type[Pass]:
             "Uninstall or rename one of them."
         )
     if name in _BUILTINS or name in _registered:
-        raise PluginError(f"{plugin.source.capitalize()} offers pass '{name}', which shardkit already defines.")
+        raise PluginError(f"Plugin {plugin.source} offers pass '{name}', which shardkit already defines.")
     try:
         cls = plugin.entry_point.load()
     except Exception as e:  # any import-time failure of third-party code
-        raise PluginError(f"{plugin.source.capitalize()} failed to load: {type(e).__name__}: {e}") from e
+        raise PluginError(f"Plugin {plugin.source} failed to load: {type(e).__name__}: {e}") from e
     if not (isinstance(cls, type) and issubclass(cls, Pass)):
-        raise PluginError(f"{plugin.source.capitalize()} does not point to a shardkit Pass subclass: {cls!r}.")
+        raise PluginError(f"Plugin {plugin.source} does not point to a shardkit Pass subclass: {cls!r}.")
     if getattr(cls, "name", None) != name:
         raise PluginError(
-            f"{plugin.source.capitalize()} loads a pass named '{getattr(cls, 'name', None)}'; "
+            f"Plugin {plugin.source} loads a pass named '{getattr(cls, 'name', None)}'; "
             f"the entry point name and the pass name must agree."
         )
     try:
         cls.option_types()
     except TypeError as e:
-        raise PluginError(f"{plugin.source.capitalize()} has a bad option: {e}") from e
+        raise PluginError(f"Plugin {plugin.source} has a bad option: {e}") from e
     return cls
 
 
