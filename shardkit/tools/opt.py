@@ -146,3 +146,7 @@ def _chunks(text: str, split: bool) -> list[tuple[str, int]]:
 def main() -> None:
     """Console entry point of ``shardkit-opt``."""
     sys.exit(OptMain().run())
+
+
+if __name__ == "__main__":
+    main()
