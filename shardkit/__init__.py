@@ -29,6 +29,7 @@ from shardkit.sharding import (
 )
 from shardkit.lowering import ShapeDtypeStruct, with_sharding_constraint
 from shardkit.stages import Compiled, Lowered, jit
+from shardkit import passes
 
 
 __version__ = "0.1.0"
@@ -43,6 +44,7 @@ __all__ = [
     "Shard",
     "asarray",
     "compat",
+    "passes",
     "device_put",
     "make_array_from_callback",
     "make_array_from_process_local_data",
