@@ -163,6 +163,7 @@ def _overlaps(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray
 
 
 _PARALLEL_BYTES = 4 << 20  # below this, a thread hand-off costs more than it saves
+_BAND_BYTES = 8 << 20  # one copy task's share of a big piece
 _WORKERS = os.cpu_count() or 1
 _pool: ThreadPoolExecutor | None = None
 
@@ -175,37 +176,40 @@ def _forget_pool() -> None:
 os.register_at_fork(after_in_child=_forget_pool)
 
 
-def _copy_all(jobs: list[Copy]) -> None:
-    """Runs the copies; big ones are cut into row blocks spread over a thread pool (numpy copies release
-    the GIL, and first-touch page faults of fresh memory then proceed on every core)."""
+def _fill(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray]]) -> list[list[Copy]]:
+    """The copies that fill ``out`` (the piece at ``box``), grouped into tasks by row bands of ``out``: each task
+    writes one contiguous region, so threads running different tasks never fault in the same fresh pages."""
+    if out.ndim == 0 or out.nbytes < 2 * _BAND_BYTES:
+        return [_overlaps(out, box, sources)]
+    (first, _), rows = box[0], out.shape[0]
+    k = min(rows, out.nbytes // _BAND_BYTES)
+    cuts = [i * rows // k for i in range(k + 1)]
+    return [_overlaps(out[a:b], ((first + a, first + b), *box[1:]), sources) for a, b in itertools.pairwise(cuts)]
+
+
+def _run(tasks: list[list[Copy]]) -> None:
+    """Runs the copy tasks, spread over a thread pool when they are big: numpy copies release the GIL, and the
+    first-touch page faults of fresh memory (most of the cost) then proceed on every core."""
     global _pool
-    total = sum(d.nbytes for d, _ in jobs)
-    if _WORKERS == 1 or total < _PARALLEL_BYTES:
-        for dst, src in jobs:
+
+    def run(task: list[Copy]) -> None:
+        for dst, src in task:
             np.copyto(dst, src, casting="unsafe")
+
+    if _WORKERS == 1 or sum(d.nbytes for task in tasks for d, _ in task) < _PARALLEL_BYTES:
+        for task in tasks:
+            run(task)
         return
-    block = max(total // (4 * _WORKERS), 1 << 20)
-    blocks = []
-    for dst, src in jobs:
-        k = min(dst.shape[0], dst.nbytes // block) if dst.ndim else 1
-        if k < 2:
-            blocks.append((dst, src))
-            continue
-        cuts = [i * dst.shape[0] // k for i in range(k + 1)]
-        blocks += [(dst[a:b], src[a:b]) for a, b in itertools.pairwise(cuts)]
     if _pool is None:
         _pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="shardkit-copy")
-    list(_pool.map(lambda job: np.copyto(job[0], job[1], casting="unsafe"), blocks))
+    list(_pool.map(run, tasks))
 
 
 def _owned_pieces(layout: _Layout, dtype: np.dtype, sources_of: Callable[[int], Sequence]) -> list[np.ndarray]:
     """One fresh aligned host piece per local device, replicas included: a replica never shares memory with
     another device's piece (a donated buffer may be written in place, and its replicas must not change)."""
     pieces = [_aligned_empty(layout.piece_shape, dtype) for _ in layout.devices]
-    jobs = []
-    for out, box, first in zip(pieces, layout.boxes, layout.first):
-        jobs += _overlaps(out, box, sources_of(first))
-    _copy_all(jobs)
+    _run([task for out, box, f in zip(pieces, layout.boxes, layout.first) for task in _fill(out, box, sources_of(f))])
     return pieces
 
 
@@ -409,7 +413,7 @@ class Array:
             distinct = layout.distinct
             pieces = _to_host([buffers[p] for p in distinct])
             value = np.empty(shape, self.dtype)
-            _copy_all(_overlaps(value, _full(shape), [(layout.boxes[p], v) for p, v in zip(distinct, pieces)]))
+            _run(_fill(value, _full(shape), [(layout.boxes[p], v) for p, v in zip(distinct, pieces)]))
         value.flags.writeable = False
         self._npy = value
         return value
@@ -867,7 +871,7 @@ def _reshard(x: Array, sharding: Sharding) -> Array:
             return wrap(_put(sharding, shape, dtype, dst, pieces), sharding, weak_type=x._weak_type)
         for p in assemble:
             piece = _aligned_empty(dst.piece_shape, dtype)
-            _copy_all(_overlaps(piece, dst.boxes[p], sources))
+            _run(_fill(piece, dst.boxes[p], sources))
             out[p] = _put_one(piece, dst.devices[p])
     impl = _jaxlib.array_impl(_aval(shape, dtype, False), jaxlib_sharding(sharding, len(shape)), out)
     return wrap(impl, sharding, weak_type=x._weak_type)
