@@ -78,7 +78,8 @@ def _call_key(x: Any) -> Any:
     """What of an argument decides which compiled program runs it."""
     t = type(x)
     if t is Array:
-        return (x.shape, x.dtype, x.weak_type, x.sharding)
+        aval = x._impl.aval  # one attribute read instead of x.shape and x.dtype
+        return (aval.shape, aval.dtype, x._weak_type, x._sharding)
     if t is np.ndarray:
         return (x.shape, x.dtype)
     if t in _SCALARS:
@@ -105,7 +106,7 @@ class Jitted:
         return Lowered(self._lowering.lower(args, kwargs))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        static, dyn = self._lowering.split(args)
+        static, dyn = self._lowering.split(args) if self._lowering.static_argnums else ((), args)
         leaves, tree = jax.tree_util.tree_flatten((dyn, kwargs))
         key = (tree, static, current_mesh(), tuple(map(_call_key, leaves)))
         try:
@@ -115,7 +116,7 @@ class Jitted:
         if compiled is None:
             lowered = self._lowering.lower(args, kwargs)
             compiled = self._calls[key] = Compiled(lowered, compile_lowered(lowered))
-        return compiled._call_flat(leaves)
+        return compiled._call_flat(leaves, trusted=True)
 
 
 def jit(

@@ -101,8 +101,9 @@ class _ArgHandler:
     def __call__(self, x: Any) -> Any:
         aval = self.aval
         if type(x) is Array:
-            if x.shape != aval.shape or x.dtype != aval.dtype:
-                raise self._mismatch(x.shape, x.dtype)
+            impl_aval = x._impl.aval  # one attribute read instead of x.shape and x.dtype (the dispatch path)
+            if impl_aval.shape != aval.shape or impl_aval.dtype != aval.dtype:
+                raise self._mismatch(impl_aval.shape, impl_aval.dtype)
             s = x.sharding
             if s is not self.sharding and s != self.sharding and not s.is_equivalent_to(self.sharding, aval.ndim):
                 raise ValueError(
@@ -228,8 +229,14 @@ class Compiled:
             )
         return self._call_flat(leaves)
 
-    def _call_flat(self, leaves: Sequence[Any]) -> Any:
-        buffers = [h(x) for h, x in zip(self._handlers, leaves)]
+    def _call_flat(self, leaves: Sequence[Any], trusted: bool = False) -> Any:
+        """Runs on flat argument leaves. ``trusted``: every Array leaf is known to have the compiled shape,
+        dtype and sharding (``jit`` found this signature in its cache), so only deletion is checked."""
+        if trusted:
+            buffers = [x._impl if type(x) is Array and not x._impl.is_deleted() else h(x)
+                       for h, x in zip(self._handlers, leaves)]
+        else:
+            buffers = [h(x) for h, x in zip(self._handlers, leaves)]
         results = self._executable.execute_sharded(buffers).consume_with_handlers(self._results)
         for i in self._donated:
             if type(leaves[i]) is Array and not leaves[i].is_deleted():
