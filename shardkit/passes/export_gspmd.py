@@ -69,13 +69,22 @@ class ExportGSPMD(Pass):
     def apply(self, module: ir.Module) -> None:
         meshes = rewriter.meshes(module)
 
+        # Most values share a few shardings; attributes hash by value, so each is converted once.
+        converted: dict[tuple[ir.Attribute, int], xc.HloSharding | str] = {}
+
         def convert(where: ir.Operation, what: str, attr: ir.Attribute, type_: ir.Type) -> xc.HloSharding | None:
-            tensor = forms.SdyTensorSharding.from_attr(attr)
-            try:
-                return hlo_sharding(tensor, meshes, rewriter.rank(type_))
-            except ValueError as e:
-                self.emit_error(where, f"{what} - cannot export {tensor} to GSPMD: {e}")
+            key = (attr, rewriter.rank(type_))
+            if key not in converted:
+                tensor = forms.SdyTensorSharding.from_attr(attr)
+                try:
+                    converted[key] = hlo_sharding(tensor, meshes, key[1])
+                except ValueError as e:
+                    converted[key] = f"cannot export {tensor} to GSPMD: {e}"
+            found = converted[key]
+            if isinstance(found, str):
+                self.emit_error(where, f"{what} - {found}")
                 return None
+            return found
 
         with module.context:
             for func in rewriter.ops(module, "func.func"):
