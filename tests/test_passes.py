@@ -308,7 +308,7 @@ def test_value_errors_in_apply_become_pass_errors(registered):
 def test_instrumentation(registered):
     registered(Tagged)
     out, seen = io.StringIO(), []
-    pm = PassManager("test-tag,cse", print_ir_before_all=True, print_ir_after=["cse"], timing=True, stream=out,
+    pm = PassManager("test-tag,cse", print_ir_before_all=True, print_ir_after=["cse"], stream=out,
                      callback=lambda phase, p, m: seen.append((phase, p.name)))
     module = parse()
     pm.run(module)
@@ -320,6 +320,31 @@ def test_instrumentation(registered):
     report = pm.timing_report()
     assert "test-tag" in report and "cse" in report and "(verify)" in report and "Total" in report
     assert [name for name, _ in pm.timings][::2] == ["test-tag", "cse"]
+
+
+def test_stablehlo_passes_fall_through():
+    module = parse()
+    passes.run_pipeline(module, "export-gspmd,stablehlo-legalize-to-vhlo")
+    assert "vhlo.negate" in str(module)
+
+
+def test_verify_shardings_on_a_module_built_without_verification():
+    """Shardy's verifier runs when text is parsed; modules edited in Python get the same checks here."""
+    module = parse()
+    func = rewriter.ops(module, "func.func")[0]
+    with module.context:
+        bad = ir.Attribute.parse('#sdy.sharding<@mesh, [{"z", "x"}, {"x"}], replicated={"y"}>')
+        rewriter.set_value_attrs(func, "arg", [{"sdy.sharding": bad}])
+        rewriter.set_value_attrs(func, "res", [{"sdy.sharding": ir.Attribute.parse('#sdy.sharding<@nomesh, [{}, {}]>')}])
+    with pytest.raises(PassError) as e:
+        passes.run_pipeline(module, "verify-shardings")
+    assert e.value.pass_name == "verify-shardings"
+    assert [d.message for d in e.value.diagnostics] == [
+        "'func.func' op arg 0 - unknown axis name: \"z\" (mesh <[\"x\"=4, \"y\"=2]>)",
+        "'func.func' op arg 0 - axis \"x\" is used more than once in #sdy.sharding<@mesh, [{\"z\", \"x\"}, {\"x\"}], "
+        "replicated={\"y\"}>",
+        "'func.func' op result 0 - unknown mesh: @nomesh",
+    ]
 
 
 def test_run_pipeline_works_in_place_and_passes_compose():

@@ -11,6 +11,7 @@ callback that sees every pass before and after it runs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import sys
 import time
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from jaxlib.mlir import ir, passmanager
+from jaxlib.mlir.dialects import stablehlo
 
 from shardkit.passes import diagnostics, registry
 from shardkit.passes.base import Pass
@@ -45,6 +47,7 @@ class MlirPass:
     @classmethod
     def resolve(cls, spec: PassSpec, context: ir.Context) -> MlirPass | None:
         """The MLIR pass for ``spec``, nested when MLIR says it must be, or None when MLIR does not know it."""
+        _register_stablehlo_passes()
         text = str(spec)
         for candidate in (cls(text), cls(text, nest=True)):
             try:
@@ -66,6 +69,12 @@ class MlirPass:
                 passmanager.PassManager.parse(self.pipeline_text()).run(module.operation)
         except ir.MLIRError as e:
             raise PassError(self.name, diagnostics.from_mlir_error(e)) from None
+
+
+@functools.cache
+def _register_stablehlo_passes() -> None:
+    # Importing jax registers the core MLIR and sdy passes; the stablehlo-* ones need this call, once.
+    stablehlo.register_stablehlo_passes()
 
 
 def _first_line(text: str) -> str:
@@ -95,10 +104,10 @@ Callback = Callable[[str, AnyPass, ir.Module], None]
 
 
 class PassManager:
-    """Runs a pipeline over a module in place.
+    """Runs a pipeline over a module in place; every run records per-pass wall times (``timing_report``).
 
     Examples:
-        >>> pm = PassManager("propagate,export-gspmd", timing=True)
+        >>> pm = PassManager("propagate,export-gspmd", print_ir_after=["propagate"])
         >>> pm.run(module)
         >>> print(pm.timing_report())
     """
@@ -110,8 +119,8 @@ class PassManager:
         verify_each: bool = True,
         print_ir_before_all: bool = False,
         print_ir_after_all: bool = False,
+        print_ir_before: Sequence[str] = (),
         print_ir_after: Sequence[str] = (),
-        timing: bool = False,
         stream: TextIO | None = None,
         callback: Callback | None = None,
         context: ir.Context | None = None,
@@ -123,8 +132,8 @@ class PassManager:
         self.verify_each = verify_each
         self.print_ir_before_all = print_ir_before_all
         self.print_ir_after_all = print_ir_after_all
+        self.print_ir_before = frozenset(print_ir_before)
         self.print_ir_after = frozenset(print_ir_after)
-        self.timing = timing
         self.stream = stream
         self.callback = callback
         self.timings: list[tuple[str, float]] = []
@@ -136,8 +145,8 @@ class PassManager:
         return f"PassManager({str(self)!r})"
 
     def _instrument(self, phase: str, p: AnyPass, module: ir.Module) -> None:
-        if phase == "before" and self.print_ir_before_all or phase == "after" and (
-            self.print_ir_after_all or p.name in self.print_ir_after
+        if phase == "before" and (self.print_ir_before_all or p.name in self.print_ir_before) or (
+            phase == "after" and (self.print_ir_after_all or p.name in self.print_ir_after)
         ):
             title = "Before" if phase == "before" else "After"
             out = self.stream or sys.stderr
