@@ -23,24 +23,28 @@ SDY_SHARDING = "sdy.sharding"
 
 
 def uses_shardy(module: ir.Module) -> bool:
-    """Whether the module carries Shardy ops or attributes (else GSPMD ``mhlo.sharding``, or nothing)."""
-    found = False
+    """Whether the module is in the Shardy form: sdy ops or ``sdy.sharding`` attributes, or no sharding at all.
+
+    GSPMD modules carry ``mhlo.sharding`` attributes or ``@Sharding`` custom calls instead.
+    """
+    found: set[str] = set()
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        nonlocal found
         if op.name.startswith("sdy."):
-            found = True
+            found.add("shardy")
             return ir.WalkResult.INTERRUPT
+        if op.name == "stablehlo.custom_call" and ir.StringAttr(op.attributes["call_target_name"]).value == "Sharding":
+            found.add("gspmd")
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
     if found:
-        return True
+        return "shardy" in found
     main = ir.SymbolTable(module.operation)["main"]
-    attrs = [*(main.arg_attrs or []), *(main.res_attrs or [])]
-    if any(SDY_SHARDING in ir.DictAttr(a) for a in attrs):
+    attrs = [ir.DictAttr(a) for a in [*(main.arg_attrs or []), *(main.res_attrs or [])]]
+    if any(SDY_SHARDING in a for a in attrs):
         return True
-    return not any("mhlo.sharding" in ir.DictAttr(a) for a in attrs)
+    return not any("mhlo.sharding" in a for a in attrs)
 
 
 def compile_options(

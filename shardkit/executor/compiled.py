@@ -223,9 +223,11 @@ class Compiled:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
         if tree != self._lowered.in_tree:
+            expected = self._lowered.in_tree
             raise TypeError(
-                f"Compiled {self._lowered.name} was lowered for arguments {self._lowered.in_tree}, but was called "
-                f"with {tree}. Static arguments are not passed to a Compiled."
+                f"Compiled {self._lowered.name} takes (args, kwargs) structured as {expected} "
+                f"({expected.num_leaves} arrays), but was called with {tree} ({tree.num_leaves} arrays). "
+                "Static arguments are not passed to a Compiled."
             )
         return self._call_flat(leaves)
 
