@@ -216,6 +216,8 @@ def _owned_pieces(layout: _Layout, dtype: np.dtype, sources_of: Callable[[int], 
 def _put(sharding: Sharding, shape: Shape, dtype: np.dtype, layout: _Layout, pieces: list[np.ndarray]) -> Any:
     """A global jaxlib array from shardkit-owned host pieces, one per local device, placed without copying."""
     aval, target = _aval(shape, dtype, False), jaxlib_sharding(sharding, len(shape))
+    if not pieces:  # none of the array lives on this process
+        return _jaxlib.array_impl(aval, target, [])
     if sharding.is_fully_replicated and len(pieces) > 1:
         # batched_device_put places a fully replicated value once and lets every device share that memory.
         return _jaxlib.array_impl(aval, target, [_put_one(p, d) for p, d in zip(pieces, layout.devices)])
@@ -581,9 +583,7 @@ def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any
     if not isinstance(sharding, Sharding):
         raise TypeError(f"sharding must be a shardkit Sharding, got {type(sharding).__name__}.")
     arrays = [_single_device(a, i) for i, a in enumerate(arrays)]
-    if not arrays:
-        raise ValueError("At least one per-device array is needed to build an Array.")
-    dtype = np.dtype(dtype) if dtype is not None else arrays[0][0].dtype
+    dtype = _requested_dtype(dtype, arrays[0][0].dtype if arrays else None, "make_array_from_single_device_arrays")
     for a, device in arrays:
         if a.dtype != dtype:
             raise ValueError(
@@ -631,10 +631,13 @@ def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any
 # -- constructors --------------------------------------------------------------------------------------
 
 
-def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Sharding, arrays: Sequence[Any]) -> Array:
+def make_array_from_single_device_arrays(
+    shape: Sequence[int], sharding: Sharding, arrays: Sequence[Any], *, dtype: Any = None
+) -> Array:
     """An Array from one single-device array per addressable device of ``sharding`` (no copies).
 
-    ``shape`` is the global shape; it double-checks what ``sharding`` and the arrays' shapes imply.
+    ``shape`` is the global shape; it double-checks what ``sharding`` and the arrays' shapes imply. ``dtype``
+    must match the arrays' (it is required only where this process holds none of the array).
 
     Examples:
         >>> mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
@@ -644,7 +647,25 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Shardin
         >>> make_array_from_single_device_arrays((8, 8), s, arrays).shape
         (8, 8)
     """
-    return Array(shape, sharding, arrays)
+    return Array(shape, sharding, arrays, dtype=dtype)
+
+
+def _requested_dtype(dtype: Any, found: np.dtype | None, fname: str) -> np.dtype:
+    """The Array's dtype: the one requested, which must match the pieces' (``found``), else theirs."""
+    if dtype is None:
+        if found is None:
+            raise ValueError(
+                f"If the Array has no addressable shards, `dtype` must be provided via the `dtype` argument to "
+                f"`shardkit.{fname}`."
+            )
+        return found
+    dtype = _canonical_dtype(np.dtype(dtype))
+    if found is not None and found != dtype:
+        raise ValueError(
+            f"If `dtype` is provided to `shardkit.{fname}`, it must match the dtype of the addressable shards. "
+            f"Got dtype={dtype} and shard dtype={found}."
+        )
+    return dtype
 
 
 def _canonical_dtype(dtype: np.dtype) -> np.dtype:
@@ -653,10 +674,13 @@ def _canonical_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(dtype))
 
 
-def make_array_from_callback(shape: Sequence[int], sharding: Sharding, data_callback: Callable[[Index], Any]) -> Array:
+def make_array_from_callback(
+    shape: Sequence[int], sharding: Sharding, data_callback: Callable[[Index], Any], dtype: Any = None
+) -> Array:
     """An Array whose pieces come from ``data_callback(index)``, called once per distinct local piece.
 
     The callback may return anything numpy can read; its data is copied, so the caller may reuse it.
+    ``dtype`` must match the callback's values (it is required only where this process holds none of the array).
 
     Examples:
         >>> data = np.arange(64).reshape(8, 8)
@@ -672,11 +696,11 @@ def make_array_from_callback(shape: Sequence[int], sharding: Sharding, data_call
     index_map = sharding.addressable_devices_indices_map(shape)
     expected = sharding.shard_shape(shape)
     values: dict[int, np.ndarray] = {}
-    dtype = None
     for pos in layout.distinct:
         value = np.asarray(data_callback(index_map[layout.devices[pos]]))
         this = _canonical_dtype(value.dtype)
-        dtype = this if dtype is None else dtype
+        if not values:
+            dtype = _requested_dtype(dtype, this, "make_array_from_callback")
         if this != dtype:
             raise ValueError(
                 f"Input buffers to `Array` must have matching dtypes. Got {this}, expected {dtype} for the "
@@ -688,8 +712,8 @@ def make_array_from_callback(shape: Sequence[int], sharding: Sharding, data_call
                 f"device {layout.devices[pos]}. Shape of Array is {_short(shape, dtype)} with sharding {sharding}."
             )
         values[pos] = value.reshape(layout.piece_shape)
-    if dtype is None:
-        raise ValueError(f"Sharding {sharding} has no device addressable by this process.")
+    if not values:
+        dtype = _requested_dtype(dtype, None, "make_array_from_callback")
     pieces = _owned_pieces(layout, dtype, lambda pos: [(layout.boxes[pos], values[pos])])
     return wrap(_put(sharding, shape, dtype, layout, pieces), sharding)
 

@@ -398,8 +398,14 @@ def test_constructor_errors():
         sk.Array(XN.shape, XY, [XN])
     with pytest.raises(TypeError, match=r"sharding must be a shardkit Sharding, got NamedSharding"):
         sk.Array(XN.shape, jax_named(XY), arrays)
-    with pytest.raises(ValueError, match="At least one per-device array"):
+    with pytest.raises(ValueError, match=r"If the Array has no addressable shards, `dtype` must be provided via the "
+                                         r"`dtype` argument to `shardkit.make_array_from_single_device_arrays`\."):
         sk.make_array_from_single_device_arrays(XN.shape, XY, [])
+    with pytest.raises(ValueError, match=r"If `dtype` is provided to `shardkit.make_array_from_single_device_arrays`, "
+                                         r"it must match the dtype of the addressable shards\. Got dtype=int32 and "
+                                         r"shard dtype=float32\."):
+        sk.make_array_from_single_device_arrays(XN.shape, XY, arrays, dtype=np.int32)
+    assert sk.make_array_from_single_device_arrays(XN.shape, XY, arrays, dtype=np.float32).dtype == np.float32
 
 
 def test_callback_errors():
@@ -411,6 +417,11 @@ def test_callback_errors():
         sk.make_array_from_callback(XN.shape, XY, lambda i: XN[i] if next(calls) == 0 else XN[i].astype(np.int32))
     with pytest.raises(TypeError, match="sharding must be a shardkit Sharding"):
         sk.make_array_from_callback(XN.shape, "x", lambda i: XN[i])
+    with pytest.raises(ValueError, match=r"If `dtype` is provided to `shardkit.make_array_from_callback`, it must "
+                                         r"match the dtype of the addressable shards\. Got dtype=int32 and shard "
+                                         r"dtype=float32\."):
+        sk.make_array_from_callback(XN.shape, XY, lambda i: XN[i], dtype=np.int32)
+    assert sk.make_array_from_callback(XN.shape, XY, lambda i: XN[i], np.float64).dtype == np.float32  # canonical
     with pytest.raises(sk.IndivisibleError, match="Dimension 0 of shape"):
         sk.make_array_from_callback((7, 4), XY, lambda i: np.zeros((7, 4))[i])
 

@@ -49,12 +49,16 @@ out["h2g"] = [list(g.shape), same(g, gj)]
 l = multihost.global_array_to_host_local_array(g, mesh, P("x"))
 lj = multihost_utils.global_array_to_host_local_array(gj, jmesh, jax.sharding.PartitionSpec("x"))
 out["g2h"] = [list(l.shape), same(l, lj), np.asarray(l).tolist() == local.tolist()]
+far = sk.Mesh(np.array([d for d in sk.devices() if d.process_index == 1]).reshape(2, 2), ("a", "b"))
+f = sk.make_array_from_callback((4, 4), sk.NamedSharding(far, P("a")), lambda i: data[:4, :4][i], dtype=np.float32)
+out["far"] = [len(f.addressable_shards), sum(s.data is None for s in f.global_shards), f.dtype.name, repr(f)]
 report(out)
 """
 
 
 def test_arrays_across_two_processes():
-    for out in (r for (r,) in check_ok(run_workers(SCRIPT, 2, 4, timeout=150))):
+    outs = [r for (r,) in check_ok(run_workers(SCRIPT, 2, 4, timeout=150))]
+    for out in outs:
         assert out["pld_shape"] == [[8, 4], [8, 4]] and out["pld_same"]
         assert out["global_none"] == 4  # the other process's shards, listed with data=None
         assert out["asarray"].startswith("Fetching the value of an Array that spans non-addressable")
@@ -64,3 +68,6 @@ def test_arrays_across_two_processes():
         assert out["reshard_err"].startswith("Cannot reshard an Array of shape (8, 4) that spans other processes")
         assert out["allgather"] and out["allgather_stack"] == [0.0, 1.0]
         assert out["h2g"] == [[8, 4], True] and out["g2h"] == [[4, 4], True, True]
+    # an Array on process 1's devices only: process 0 holds none of it (so the dtype must be given)
+    assert [o["far"][:3] for o in outs] == [[0, 4, "float32"], [4, 0, "float32"]]
+    assert outs[0]["far"][3] == "Array(shape=(4, 4), dtype=float32)"
