@@ -17,18 +17,18 @@ import os
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from _timing import fmt, interleaved  # noqa: E402
-from jax.sharding import NamedSharding as JNS  # noqa: E402
-from jax.sharding import PartitionSpec as JP  # noqa: E402
-from jaxlib import xla_client as xc  # noqa: E402
-from jaxlib.mlir import ir  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _timing import fmt, interleaved
+from jax.sharding import NamedSharding as JNS
+from jax.sharding import PartitionSpec as JP
+from jaxlib import xla_client as xc
+from jaxlib.mlir import ir
 
-import shardkit as sk  # noqa: E402
-from shardkit import P  # noqa: E402
-from shardkit.dialects import context  # noqa: E402
+import shardkit as sk
+from shardkit import P
+from shardkit.dialects import context
 
 PIPELINE = "propagate,export-gspmd"
 MESH = sk.make_mesh((4, 2), ("x", "y"))

@@ -341,8 +341,8 @@ def test_verify_shardings_on_a_module_built_without_verification():
     assert e.value.pass_name == "verify-shardings"
     assert [d.message for d in e.value.diagnostics] == [
         "'func.func' op arg 0 - unknown axis name: \"z\" (mesh <[\"x\"=4, \"y\"=2]>)",
-        "'func.func' op arg 0 - axis \"x\" is used more than once in #sdy.sharding<@mesh, [{\"z\", \"x\"}, {\"x\"}], "
-        "replicated={\"y\"}>",
+        ("'func.func' op arg 0 - axis \"x\" is used more than once in #sdy.sharding<@mesh, [{\"z\", \"x\"}, {\"x\"}], "
+        "replicated={\"y\"}>"),
         "'func.func' op result 0 - unknown mesh: @nomesh",
     ]
 

@@ -147,5 +147,5 @@ def test_propagated_module_exports_and_compiles():
     opts.device_assignment = xc.DeviceAssignment.create(np.arange(8).reshape(1, 8))
     exe = backend.compile_and_load(text, xc.DeviceList(tuple(jax.devices())), opts)
     shardings = [repr(xc.HloSharding.from_proto(p)) for p in exe.get_parameter_shardings()]
-    assert shardings == ["{devices=[4,1,1,2]<=[8] last_tile_dim_replicate}", "{devices=[1,2,1,4]<=[4,2]T(1,0) "
-                         "last_tile_dim_replicate}"]
+    assert shardings == ["{devices=[4,1,1,2]<=[8] last_tile_dim_replicate}", ("{devices=[1,2,1,4]<=[4,2]T(1,0) "
+                         "last_tile_dim_replicate}")]

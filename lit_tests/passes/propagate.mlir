@@ -4,7 +4,7 @@
 
 sdy.mesh @mesh = <["x"=4, "y"=2]>
 
-// Every intermediate gets the sharding propagation chose; the constraint becomes a reshard.
+// Every intermediate gets the sharding propagation chose; the constraint is closed.
 // CHECK-LABEL: func @chain(
 // CHECK-SAME: %arg1: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>}
 // CHECK-SAME: -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>})
@@ -16,7 +16,7 @@ func.func @chain(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"
   // CHECK-NEXT: %[[ADD:.*]] = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {"y"}]>]>}
   // OPEN-NEXT: %[[ADD:.*]] = stablehlo.add %arg0, %arg1 {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x", ?}, {"y", ?}]>]>}
   %0 = stablehlo.add %arg0, %arg1 : tensor<8x8xf32>
-  // CHECK-NEXT: %[[RESHARD:.*]] = sdy.reshard %[[ADD]] <@mesh, [{"x"}, {"y"}]>
+  // CHECK-NEXT: %[[RESHARD:.*]] = sdy.sharding_constraint %[[ADD]] <@mesh, [{"x"}, {"y"}]>
   // OPEN-NEXT: %[[C:.*]] = sdy.sharding_constraint %[[ADD]] <@mesh, [{"x", ?}, {"y", ?}]>
   %1 = sdy.sharding_constraint %0 <@mesh, [{?}, {"y", ?}]> : tensor<8x8xf32>
   // CHECK-NEXT: stablehlo.tanh %[[RESHARD]] {sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{"x"}, {"y"}]>]>}

@@ -24,7 +24,7 @@ from jaxlib.mlir.dialects import stablehlo
 from shardkit.passes import diagnostics, registry
 from shardkit.passes.base import Pass
 from shardkit.passes.diagnostics import PassError
-from shardkit.passes.pipeline import PassSpec, parse_pipeline, print_pipeline
+from shardkit.passes.pipeline import PassSpec, parse_pipeline
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,8 +209,3 @@ def run_pipeline(module: ir.Module, pipeline: str) -> None:
         >>> run_pipeline(module, "propagate,export-gspmd")
     """
     PassManager(pipeline, context=module.context).run(module)
-
-
-def normalize_pipeline(pipeline: str) -> str:
-    """The pipeline's normalised text (syntax only; names are not resolved)."""
-    return print_pipeline(parse_pipeline(pipeline))

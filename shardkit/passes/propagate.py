@@ -4,6 +4,10 @@ By default this is jaxlib's ``sdy-propagation-pipeline`` (what XLA runs before p
 op with ``sdy.sharding``, closes open dimensions and turns constraints into ``sdy.reshard``. That pipeline
 takes no options, so ``keep-open=true`` runs only the propagation step (``sdy-<strategy>-propagate``),
 which leaves open dimensions open and constraints in place and accepts the tuning options below.
+
+The pipeline writes constraints as ``sdy.reshard``; those are written back as ``sdy.sharding_constraint``
+with the same (now closed) sharding, which means the same to XLA, because jaxlib 0.10.2's compile path
+rejects a module that holds ``sdy.reshard`` ("'sdy.reshard' op unknown mesh: @mesh").
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ from __future__ import annotations
 import dataclasses
 
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
 
+from shardkit.passes import rewriter
 from shardkit.passes.base import Pass
 from shardkit.passes.manager import MlirPass
 
@@ -44,3 +50,7 @@ class Propagate(Pass):
 
     def apply(self, module: ir.Module) -> None:
         self.mlir_pass().apply(module)
+        for op in rewriter.ops(module, "sdy.reshard"):
+            with ir.InsertionPoint(op), op.location:
+                constraint = sdy.ShardingConstraintOp(op.operands[0], op.attributes["sharding"])
+            rewriter.replace(op, constraint.results)

@@ -15,8 +15,8 @@ import importlib
 import importlib.util
 import math
 import sys
-from collections.abc import Sequence
-from typing import Any, Callable, TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 import numpy as np
 

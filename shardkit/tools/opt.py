@@ -75,7 +75,11 @@ class OptMain:
         args = self.args
         name = "<stdin>" if args.input == "-" else args.input
         try:
-            text = self.stdin.read() if args.input == "-" else open(args.input, encoding="utf-8").read()
+            if args.input == "-":
+                text = self.stdin.read()
+            else:
+                with open(args.input, encoding="utf-8") as f:
+                    text = f.read()
         except OSError as e:
             return self.error(f"could not open input file '{args.input}': {e.strerror}")
         from shardkit.dialects import context
