@@ -355,3 +355,21 @@ def test_run_pipeline_works_in_place_and_passes_compose():
     assert "sdy." not in text
     passes.run_pipeline(module, "import-gspmd,dedup-meshes,strip-shardings")
     assert "sharding" not in str(module) and "mhlo.num_partitions = 1" in str(module)
+
+
+def test_plugin_pass_in_compile():
+    """A plugin pass reaches XLA through Lowered.compile(passes=...); the compiled input shardings show it."""
+    import numpy as np
+
+    import shardkit as sk
+
+    mesh = sk.make_mesh((4, 2), ("x", "y"))
+    s = sk.NamedSharding(mesh, sk.P("x", "y"))
+    x = sk.device_put(np.arange(16.0, dtype=np.float32).reshape(8, 2), s)
+    w = np.ones((8, 2), np.float32)
+    lowered = sk.jit(lambda a, b: a * 2 + b, out_shardings=s).lower(x, w)
+    compiled = lowered.compile(passes="shard-leading-dim{axis=x},verify-shardings")
+    (args, _) = compiled.input_shardings
+    assert args[1].spec == sk.P("x")
+    np.testing.assert_array_equal(np.asarray(compiled(x, w)), np.asarray(x) * 2 + 1)
+    assert "%arg1: tensor<8x2xf32>) ->" in lowered.as_text()  # the lowered module itself is untouched
