@@ -22,6 +22,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func, stablehlo
 from jaxlib.mlir.dialects import sdy as sdy_ops
 
+from shardkit.caching import memoize
 from shardkit.dialects import mhlo, sdy
 from shardkit.lowering.constraint import DEVICES_ATTR, PLACEHOLDER, PLATFORM_ATTR, SDY_ATTR
 from shardkit.lowering.types import ShapeDtypeStruct
@@ -104,10 +105,14 @@ class _MeshTable:
                 sdy_ops.MeshOp(name, mesh.build())
 
 
+# The pure-Python sdy values are memoised; MLIR attributes are built per module (they belong to its context).
+_sdy_form = memoize()(sdy.sharding_to_sdy)
+
+
 def _sharding_attr(sharding: Sharding, ndim: int, partitioner: str, table: _MeshTable) -> tuple[str, ir.Attribute]:
     if partitioner == "gspmd":
         return mhlo.ATTR_NAME, mhlo.build(sharding, ndim)
-    mesh, tensor = sdy.sharding_to_sdy(sharding, ndim)
+    mesh, tensor = _sdy_form(sharding, ndim)
     return sdy.ATTR_NAME, table.sharding(mesh, tensor)
 
 
@@ -121,11 +126,11 @@ def _placeholders(module: ir.Module) -> list[ir.Operation]:
     found: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "stablehlo.custom_call" and ir.StringAttr(op.attributes["call_target_name"]).value == PLACEHOLDER:
+        if ir.StringAttr(op.attributes["call_target_name"]).value == PLACEHOLDER:
             found.append(op)
         return ir.WalkResult.ADVANCE
 
-    module.operation.walk(visit)
+    module.operation.walk(visit, op_class=stablehlo.CustomCallOp)  # the filter runs in C++
     return found
 
 
@@ -180,13 +185,13 @@ def attach(
         assert isinstance(main, func.FuncOp)
         arg_attrs = _attr_dicts(main.arg_attrs, len(in_avals))
         res_attrs = _attr_dicts(main.res_attrs, len(out_avals))
-        for attrs, sharding, aval in zip(arg_attrs, in_shardings, in_avals):
+        built: dict[tuple[Sharding, int], tuple[str, ir.Attribute]] = {}
+        for attrs, sharding, aval in [*zip(arg_attrs, in_shardings, in_avals), *zip(res_attrs, out_shardings, out_avals)]:
             if sharding is not None:
-                name, attr = _sharding_attr(sharding, aval.ndim, partitioner, table)
-                attrs[name] = attr
-        for attrs, sharding, aval in zip(res_attrs, out_shardings, out_avals):
-            if sharding is not None:
-                name, attr = _sharding_attr(sharding, aval.ndim, partitioner, table)
+                key = (sharding, aval.ndim)
+                if key not in built:
+                    built[key] = _sharding_attr(sharding, aval.ndim, partitioner, table)
+                name, attr = built[key]
                 attrs[name] = attr
         aliases, donors = donation(donated, in_avals, out_avals, out_shardings, num_partitions)
         i32 = ir.IntegerType.get_signless(32)
