@@ -41,3 +41,14 @@ def per_device_arrays(impl: Any) -> list[Any]:
 def jax_sharding_hlo(sharding: Any, ndim: int) -> tuple[tuple[Any, ...], xc.HloSharding]:
     """(device assignment, HloSharding) of any jax sharding: jax has no public HLO view of its shardings."""
     return tuple(sharding._device_assignment), sharding._to_xla_hlo_sharding(ndim)
+
+
+def coordination_barrier(name: str, timeout_ms: int) -> None:
+    """Waits until every process reaches the barrier ``name`` on jax's coordination service.
+
+    jax exposes the distributed client only as ``jax._src.distributed.global_state.client``; its
+    ``wait_at_barrier`` raises after ``timeout_ms`` instead of waiting forever on a missing peer.
+    """
+    from jax._src import distributed
+
+    distributed.global_state.client.wait_at_barrier(name, timeout_ms)

@@ -145,3 +145,21 @@ def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
         return np.asarray(_replicated(stacked).addressable_data(0))
 
     return jax.tree_util.tree_map(one, in_tree)
+
+
+def sync_global_devices(name: str, *, timeout_seconds: float = 300) -> None:
+    """Blocks until every process has reached ``sync_global_devices(name)``.
+
+    The processes meet at the coordination service's barrier ``name``, which raises ``RuntimeError`` after
+    ``timeout_seconds`` rather than hanging on a peer that never comes (a mismatched ``name`` times out the
+    same way). With one process it returns at once.
+    """
+    if jax.process_count() == 1:
+        return
+    try:
+        _jaxlib.coordination_barrier(f"shardkit.sync_global_devices:{name}", int(timeout_seconds * 1000))
+    except Exception as e:  # jaxlib raises its own XlaRuntimeError types
+        raise RuntimeError(
+            f"sync_global_devices({name!r}) failed after waiting up to {timeout_seconds} s for the other "
+            f"{jax.process_count() - 1} processes: {e}"
+        ) from e
