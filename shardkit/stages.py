@@ -10,14 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Callable
 
+import weakref
+
 import jax
 import numpy as np
 from jaxlib.mlir import ir
 
 from shardkit.array import Array
+from shardkit.caching import on_clear
 from shardkit.executor import Compiled, compile_lowered
 from shardkit.lowering import Lowering, LoweredModule, copy_module
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh
+from shardkit.sharding import Sharding
 
 
 class Lowered:
@@ -92,9 +96,9 @@ class Jitted:
 
     __slots__ = ("_lowering", "_calls", "__wrapped__", "__name__")
 
-    def __init__(self, lowering: Lowering):
+    def __init__(self, lowering: Lowering, calls: dict[Any, Compiled]):
         self._lowering = lowering
-        self._calls: dict[Any, Compiled] = {}
+        self._calls = calls
         self.__wrapped__ = lowering.fun
         self.__name__ = lowering.name
 
@@ -146,8 +150,34 @@ def jit(
         >>> print(f.lower(np.ones((8, 2), np.float32)).as_text())
         >>> y = f(np.ones((8, 2), np.float32))     # an sk.Array sharded as P('x', 'y')
     """
-    lowering = Lowering(
-        fun, in_shardings, out_shardings, static_argnums=static_argnums, donate_argnums=donate_argnums,
-        partitioner=partitioner,
-    )
-    return Jitted(lowering)
+    def make() -> tuple[Lowering, dict[Any, Compiled]]:
+        lowering = Lowering(
+            fun, in_shardings, out_shardings, static_argnums=static_argnums, donate_argnums=donate_argnums,
+            partitioner=partitioner,
+        )
+        return lowering, {}
+
+    return Jitted(*_shared(fun, (in_shardings, out_shardings, static_argnums, donate_argnums, partitioner), make))
+
+
+# jit(f) twice shares one lowering cache and one call cache, as jax.jit does; the function is held weakly.
+_SHARED: weakref.WeakKeyDictionary[Callable, dict[Any, tuple[Lowering, dict]]] = weakref.WeakKeyDictionary()
+on_clear(_SHARED.clear)
+
+
+def _is_sharding(x: Any) -> bool:
+    return x is None or isinstance(x, Sharding)
+
+
+def _shared(fun: Callable, config: tuple, make: Callable[[], tuple[Lowering, dict]]) -> tuple[Lowering, dict]:
+    in_s, out_s, *rest = config
+    trees = [jax.tree_util.tree_flatten(t, is_leaf=_is_sharding) for t in (in_s, out_s)]
+    key = (*((tuple(leaves), tree) for leaves, tree in trees), *rest)
+    try:
+        per_fun = _SHARED.setdefault(fun, {})
+        hash(key)
+    except TypeError:  # a function that cannot be weakly referenced, or unhashable settings: no sharing
+        return make()
+    if key not in per_fun:
+        per_fun[key] = make()
+    return per_fun[key]

@@ -223,3 +223,16 @@ def test_constraint_errors():
         sk.jit(lambda a: sk.with_sharding_constraint(a, P("x"))).lower(np.ones(8, F32))
     with pytest.raises(sk.IndivisibleError, match=r"with_sharding_constraint on x\['w'\] of shape \(6,\)"):
         sk.jit(lambda d: sk.with_sharding_constraint(d, {"w": ns("x")})).lower({"w": np.ones(6, F32)})
+
+
+def test_jit_of_one_function_shares_its_caches():
+    def f(a):
+        return a + 1
+
+    s = ns("x")
+    x = sk.ShapeDtypeStruct((8,), F32, sharding=s)
+    assert sk.jit(f, out_shardings=s).lower(x)._lowered.module is sk.jit(f, out_shardings=s).lower(x)._lowered.module
+    assert sk.jit(f).lower(x)._lowered.module is not sk.jit(f, out_shardings=s).lower(x)._lowered.module
+    before = sk.jit(f, out_shardings=s)._lowering
+    sk.clear_caches()
+    assert sk.jit(f, out_shardings=s)._lowering is not before
