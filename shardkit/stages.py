@@ -83,7 +83,7 @@ def _call_key(x: Any) -> Any:
     t = type(x)
     if t is Array:
         aval = x._impl.aval  # one attribute read instead of x.shape and x.dtype
-        return (aval.shape, aval.dtype, x._weak_type, x._sharding)
+        return (aval.shape, aval.dtype, x.weak_type, x.sharding)
     if t is np.ndarray:
         return (x.shape, x.dtype)
     if t in _SCALARS:
