@@ -187,6 +187,20 @@ def test_mlir_passes_fall_through_and_nest():
     assert str(pm) == "cse,sdy-sharding-constraint-to-reshard,canonicalize{max-iterations=2}"
     with pytest.raises(ValueError, match="MLIR pass 'cse' rejected its options"):
         PassManager("cse{bogus=1}")
+    with pytest.raises(passes.UnknownPassError, match="Unknown pass 'csee'.*Did you mean 'cse'"):
+        PassManager("func.func(canonicalize,csee)")
+    with pytest.raises(ValueError, match=r"Pass 'export-gspmd' is a shardkit pass, which runs on the whole module; "
+                       r"move it out of 'func.func\(...\)'."):
+        PassManager("func.func(cse,export-gspmd)")
+
+
+def test_pass_manager_takes_pass_objects(registered):
+    registered(Tagged)
+    pm = PassManager([Tagged(key="a.b"), passes.resolve(passes.PassSpec("cse"))])
+    assert str(pm) == "test-tag{key=a.b},cse"
+    module = parse()
+    pm.run(module)
+    assert "a.b" in str(module)
 
 
 # -- plugins ---------------------------------------------------------------------------------------------

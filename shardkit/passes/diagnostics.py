@@ -62,6 +62,12 @@ def _file_line_col(location: ir.Location) -> tuple[str, int, int]:
     return match.group(1), int(match.group(2)), int(match.group(3))
 
 
+def clause(error: Exception) -> str:
+    """A Python error sentence as part of a diagnostic: no final period, lowercase unless an acronym leads."""
+    text = str(error).rstrip(".")
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+
 def from_mlir_error(error: ir.MLIRError) -> list[Diagnostic]:
     """The diagnostics of a parser, verifier or C++ pass failure; the message itself when there are none."""
     diags = [Diagnostic.from_mlir(d) for d in error.error_diagnostics]

@@ -22,7 +22,7 @@ from jaxlib.mlir.dialects import sdy, stablehlo
 
 from shardkit.dialects import mhlo
 from shardkit.dialects import sdy as forms
-from shardkit.passes import rewriter
+from shardkit.passes import diagnostics, rewriter
 from shardkit.passes.base import Pass
 
 # sdy.return only ends the region of an op that is reported itself.
@@ -79,7 +79,7 @@ class ExportGSPMD(Pass):
                 try:
                     converted[key] = hlo_sharding(tensor, meshes, key[1])
                 except ValueError as e:
-                    converted[key] = f"cannot export {tensor} to GSPMD: {e}"
+                    converted[key] = f"cannot export {tensor} to GSPMD: {diagnostics.clause(e)}"
             found = converted[key]
             if isinstance(found, str):
                 self.emit_error(where, f"{what} - {found}")

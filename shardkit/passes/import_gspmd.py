@@ -17,7 +17,7 @@ from jaxlib.mlir.dialects import sdy
 
 from shardkit.dialects import mhlo
 from shardkit.dialects import sdy as forms
-from shardkit.passes import rewriter
+from shardkit.passes import diagnostics, rewriter
 from shardkit.passes.base import Pass
 
 _UNSPECIFIED = re.compile(r"unspecified_dims=\[([0-9, ]*)\]")
@@ -59,7 +59,8 @@ class ImportGSPMD(Pass):
                 ndim = rewriter.rank(type_)
                 mesh, tensor = forms.hlo_to_sdy(hlo, ndim)
             except (ValueError, RuntimeError) as e:  # xla raises RuntimeError for unparsable strings
-                self.emit_error(where, f"{what} - cannot import mhlo.sharding {ir.StringAttr(text).value}: {e}")
+                self.emit_error(where, f"{what} - cannot import mhlo.sharding {ir.StringAttr(text).value}: "
+                                       f"{diagnostics.clause(e)}")
                 return None
             dims = tuple(dataclasses.replace(d, is_open=i in open_dims) for i, d in enumerate(tensor.dims))
             return dataclasses.replace(tensor, mesh=names.name(mesh), dims=dims)
@@ -100,7 +101,8 @@ class ImportGSPMD(Pass):
         try:
             hlo = mhlo.read(text)
         except RuntimeError as e:
-            self.emit_error(op, f"result 0 - cannot import mhlo.sharding {ir.StringAttr(text).value}: {e}")
+            self.emit_error(op, f"result 0 - cannot import mhlo.sharding {ir.StringAttr(text).value}: "
+                                f"{diagnostics.clause(e)}")
             return
         if hlo.tuple_elements():
             elements = [ir.StringAttr.get(repr(h)) for h in hlo.tuple_elements()]

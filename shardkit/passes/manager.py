@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import io
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -45,8 +46,9 @@ class MlirPass:
         return f"builtin.module(func.func({self.text}))" if self.nest else f"builtin.module({self.text})"
 
     @classmethod
-    def resolve(cls, spec: PassSpec, context: ir.Context) -> MlirPass | None:
-        """The MLIR pass for ``spec``, nested when MLIR says it must be, or None when MLIR does not know it."""
+    def resolve(cls, spec: PassSpec, context: ir.Context) -> MlirPass:
+        """The MLIR pass for ``spec``, nested when MLIR says it must be; UnknownPassError naming what MLIR
+        does not know (for an anchor such as ``func.func(...)``, the unknown pass inside it)."""
         _register_stablehlo_passes()
         text = str(spec)
         for candidate in (cls(text), cls(text, nest=True)):
@@ -56,12 +58,14 @@ class MlirPass:
                 return candidate
             except ValueError as e:
                 message = str(e)
-                if "does not refer to a registered pass" in message:
-                    return None
-                if "did you intend to nest" in message:
-                    continue
-                raise ValueError(f"MLIR pass '{spec.name}' rejected its options: {_first_line(message)}") from None
-        return None
+                unknown = _UNREGISTERED.search(message)
+                if unknown is not None:
+                    raise registry.UnknownPassError(
+                        unknown.group(1), [*registry.pass_names(), *registry.MLIR_PASSES]
+                    ) from None
+                if "did you intend to nest" not in message:
+                    raise ValueError(f"MLIR pass '{spec.name}' rejected its options: {_first_line(message)}") from None
+        raise ValueError(f"MLIR pass '{spec.name}' cannot run on a module nor on its functions.")
 
     def apply(self, module: ir.Module) -> None:
         try:
@@ -77,6 +81,9 @@ def _register_stablehlo_passes() -> None:
     stablehlo.register_stablehlo_passes()
 
 
+_UNREGISTERED = re.compile(r"'([^']+)' does not refer to a registered pass")
+
+
 def _first_line(text: str) -> str:
     return next((line for line in text.splitlines() if line.strip()), text)
 
@@ -86,17 +93,24 @@ AnyPass = Pass | MlirPass
 
 def resolve(spec: PassSpec, context: ir.Context | None = None) -> AnyPass:
     """The pass object for one pipeline item; unknown names raise UnknownPassError listing close matches."""
-    cls = registry.get_pass(spec.name) if spec.children is None else None
-    if cls is not None:
-        return cls.from_options(dict(spec.options))
+    if spec.children is None:
+        cls = registry.get_pass(spec.name)
+        if cls is not None:
+            return cls.from_options(dict(spec.options))
+    else:
+        inner = [c.name for c in _leaves(spec) if registry.get_pass(c.name) is not None]
+        if inner:
+            raise ValueError(f"Pass '{inner[0]}' is a shardkit pass, which runs on the whole module; "
+                             f"move it out of '{spec.name}(...)'.")
     if context is None:
         from shardkit.dialects import context as default_context
 
         context = default_context()
-    found = MlirPass.resolve(spec, context)
-    if found is None:
-        raise registry.UnknownPassError(spec.name, [*registry.pass_names(), *registry.MLIR_PASSES])
-    return found
+    return MlirPass.resolve(spec, context)
+
+
+def _leaves(spec: PassSpec) -> list[PassSpec]:
+    return [spec] if spec.children is None else [leaf for c in spec.children for leaf in _leaves(c)]
 
 
 # phase is "before" or "after"; the callback may print, time or record.

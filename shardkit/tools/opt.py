@@ -19,6 +19,7 @@ from typing import TextIO
 
 from jaxlib.mlir import ir
 
+from shardkit.dialects import context
 from shardkit.passes import PassError, PassManager, describe_passes, diagnostics, registry
 from shardkit.passes.manager import format_timings
 from shardkit.tools import expected
@@ -82,8 +83,6 @@ class OptMain:
                     text = f.read()
         except OSError as e:
             return self.error(f"could not open input file '{args.input}': {e.strerror}")
-        from shardkit.dialects import context
-
         ctx = context()
         try:
             pm = PassManager(args.pass_pipeline, context=ctx, print_ir_before_all=args.print_ir_before_all,
