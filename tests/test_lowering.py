@@ -136,11 +136,17 @@ def test_run_passes_copies_the_module(seed):
     assert lowered.as_text() == before
 
 
-def test_compile_with_passes(seed):
+@pytest.mark.parametrize("pipeline, shardy", [("canonicalize", True), ("export-gspmd", False)])
+def test_compile_with_passes(seed, pipeline, shardy):
     pytest.importorskip("shardkit.passes")
+    from shardkit.executor import uses_shardy
+
     f, x = seed
-    out = f.lower(x).compile(passes="canonicalize")(x)
+    lowered = f.lower(x)
+    assert uses_shardy(lowered.run_passes(pipeline).compiler_ir()) is shardy  # the partitioner follows the form
+    out = lowered.compile(passes=pipeline)(x)
     np.testing.assert_array_equal(np.asarray(out), np.asarray(x) * 2)
+    assert out.sharding == ns("x", "y")
 
 
 # -- errors ------------------------------------------------------------------------------------------------
