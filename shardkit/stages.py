@@ -144,6 +144,11 @@ def jit(
             deleted after the call.
         partitioner: ``"shardy"`` (``sdy`` dialect) or ``"gspmd"`` (``mhlo.sharding`` strings).
 
+    Arguments are shardkit Arrays, numpy arrays and scalars (placed as compiled; host scalars replicated, as
+    jax does). An Array whose sharding is not equivalent to the one compiled for raises ValueError, as in jax:
+    shardkit never reshards silently (``sk.device_put`` it first). Without ``in_shardings`` each call
+    compiles for its arguments' own shardings, so there is nothing to mismatch.
+
     Examples:
         >>> mesh = sk.make_mesh((4, 2), ("x", "y"))
         >>> f = sk.jit(lambda x: x * 2, out_shardings=sk.NamedSharding(mesh, P("x", "y")))
