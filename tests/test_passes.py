@@ -306,6 +306,20 @@ def test_diagnostics_are_located_at_ops(registered):
         Complain().apply(module)
 
 
+def test_warnings_are_kept(registered):
+    @registered
+    @dataclasses.dataclass(frozen=True)
+    class Warns(Pass):
+        name = "test-warns"
+
+        def apply(self, module):
+            self.emit_warning(rewriter.ops(module, "func.func")[0], "looks odd")
+
+    pm = PassManager("test-warns,cse")
+    pm.run(parse())
+    assert [str(d) for d in pm.warnings] == ["-:4:3: warning: 'func.func' op looks odd"]
+
+
 def test_value_errors_in_apply_become_pass_errors(registered):
     @registered
     @dataclasses.dataclass(frozen=True)

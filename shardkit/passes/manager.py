@@ -4,8 +4,8 @@ Every item of a pipeline becomes one pass object: a shardkit ``Pass`` (built-in,
 for any other name, an ``MlirPass`` that hands its text to jaxlib's MLIR PassManager (``canonicalize``,
 ``cse``, ``sdy-*``; passes that only run on functions are nested under ``func.func`` automatically).
 ``PassManager.run`` verifies the module after each pass, so a broken module is blamed on the pass that
-broke it, and offers IR printing before/after passes and a per-pass timing report, all built on one
-callback that sees every pass before and after it runs.
+broke it; it prints the IR before/after chosen passes, records per-pass wall times, keeps the warnings
+passes emitted, and calls an optional callback before and after every pass.
 """
 
 from __future__ import annotations
@@ -151,6 +151,7 @@ class PassManager:
         self.stream = stream
         self.callback = callback
         self.timings: list[tuple[str, float]] = []
+        self.warnings: list[diagnostics.Diagnostic] = []
 
     def __str__(self) -> str:
         return ",".join(p.spec() for p in self.passes)
@@ -171,7 +172,7 @@ class PassManager:
     def run(self, module: ir.Module) -> None:
         """Runs every pass in order; the first failure raises PassError naming the pass (the module is then
         left as that pass left it: run on a copy to keep the original)."""
-        self.timings = []
+        self.timings, self.warnings = [], []
         for p in self.passes:
             self._instrument("before", p, module)
             start = time.perf_counter()
@@ -186,6 +187,7 @@ class PassManager:
             errors = [d for d in found if d.severity == "error"]
             if errors:
                 raise PassError(p.name, found)
+            self.warnings += found
             if self.verify_each:
                 try:
                     module.operation.verify()

@@ -123,12 +123,13 @@ class OptMain:
             return [d.renamed(name) for d in diagnostics.from_mlir_error(e)], None
         try:
             pm.run(module)
+            found = [d.renamed(name) for d in pm.warnings]
         except PassError as e:
             # Findings without a location still say which pass failed, at the file's name.
             return [d.renamed(name) if d.line else
                     diagnostics.Diagnostic(d.severity, f"pass '{e.pass_name}' failed: {d.message}", name)
                     for d in e.diagnostics], None
-        return [], f"{module}\n"
+        return found, f"{module}\n"
 
 
 def _chunks(text: str, split: bool) -> list[tuple[str, int]]:
