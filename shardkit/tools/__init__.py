@@ -1,1 +1,2 @@
-"""Command-line tools: ``shardkit-opt`` (run pass pipelines over .mlir files, mlir-opt style)."""
+"""Command-line tools: ``shardkit-opt`` (pass pipelines over .mlir files, mlir-opt style) and
+``shardkit-lower`` (a Python function with shardings to StableHLO)."""
