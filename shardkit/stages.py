@@ -79,11 +79,8 @@ _SCALARS = (bool, int, float, complex)
 
 
 def _call_key(x: Any) -> Any:
-    """What of an argument decides which compiled program runs it."""
+    """What of a non-Array argument decides which compiled program runs it (``Jitted.__call__`` inlines Arrays)."""
     t = type(x)
-    if t is Array:
-        aval = x._impl.aval  # one attribute read instead of x.shape and x.dtype
-        return (aval.shape, aval.dtype, x.weak_type, x.sharding)
     if t is np.ndarray:
         return (x.shape, x.dtype)
     if t in _SCALARS:
@@ -112,7 +109,14 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         static, dyn = self._lowering.split(args) if self._lowering.static_argnums else ((), args)
         leaves, tree = jax.tree_util.tree_flatten((dyn, kwargs))
-        key = (tree, static, current_mesh(), tuple(map(_call_key, leaves)))
+        signature = [tree, static, current_mesh()]  # one flat tuple: the cheapest key to build and hash
+        for x in leaves:
+            if type(x) is Array:
+                aval = x._impl.aval  # one attribute read instead of x.shape and x.dtype
+                signature += (Array, aval.shape, aval.dtype, x.weak_type, x.sharding)
+            else:
+                signature.append(_call_key(x))
+        key = tuple(signature)
         try:
             compiled = self._calls.get(key)
         except TypeError:
