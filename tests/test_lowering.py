@@ -188,6 +188,13 @@ def test_non_array_argument():
         sk.jit(lambda a: a).lower("hello")
 
 
+def test_argument_on_other_devices_than_in_shardings():
+    x = sk.device_put(np.ones(8, F32), sk.NamedSharding(sk.make_mesh((4,), ("x",), devices=DEVS[4:]), P("x")))
+    with pytest.raises(ValueError, match=r"args\[0\] is on devices \[0, 1, .*\] and args\[0\] \(the argument "
+                                         r"itself\) is on devices \[4, 5, 6, 7\]"):
+        sk.jit(lambda a: a, in_shardings=ns("x")).lower(x)
+
+
 def test_argument_sharding_differs_from_in_shardings():
     x = sk.device_put(np.ones((8, 4), F32), ns("x"))
     with pytest.raises(ValueError, match=r"does not match the sharding of args\[0\]"):

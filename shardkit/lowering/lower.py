@@ -200,7 +200,8 @@ def resolve_devices(
 def _named(paths, chosen, avals, out_shardings) -> list[tuple[str, Sharding | None]]:
     """Every sharding that decides the devices: arguments', arguments' own ones (they bind abstract
     in_shardings), results'."""
-    own = [(p, a.sharding) for p, s, a in zip(paths, chosen, avals) if a.sharding is not None and a.sharding is not s]
+    own = [(f"{p} (the argument itself)", a.sharding) for p, s, a in zip(paths, chosen, avals)
+           if a.sharding is not None and a.sharding is not s]
     return [*zip(paths, chosen), *own, *((f"result {i}", s) for i, s in enumerate(out_shardings))]
 
 
