@@ -24,6 +24,7 @@ from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
+from shardkit.array import device_put
 from shardkit.dialects import mhlo, sdy
 from shardkit.partition_spec import UNCONSTRAINED, PartitionSpec
 from shardkit.sharding import NamedSharding, Sharding
@@ -112,7 +113,5 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
         if isinstance(leaf, jax.core.Tracer):
             out.append(sharding_constraint_p.bind(leaf, sharding=sharding))
         else:
-            from shardkit.array import device_put
-
             out.append(device_put(leaf, sharding))
     return jax.tree_util.tree_unflatten(tree, out)

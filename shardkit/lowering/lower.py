@@ -21,6 +21,7 @@ import jax
 import numpy as np
 from jaxlib.mlir import ir
 
+from shardkit.array import Array
 from shardkit.caching import memoize
 from shardkit.lowering.attach import PARTITIONERS, attach, constraint_meshes
 from shardkit.lowering.trace import trace
@@ -71,7 +72,6 @@ class _Entry:
     out_avals: tuple[ShapeDtypeStruct, ...]
     out_shardings: tuple[Sharding | None, ...]
     constraints: tuple[tuple[Device, ...] | int, ...]  # devices, or an AbstractMesh's size
-    num_partitions: int
     executables: dict = dataclasses.field(default_factory=dict)
 
 
@@ -104,8 +104,7 @@ def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
     """The shape, dtype, weak type and own sharding of one argument leaf."""
     if isinstance(x, ShapeDtypeStruct):
         return x
-    array = _array_type()
-    if array is not None and isinstance(x, array):
+    if isinstance(x, Array):
         return ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding, weak_type=x.weak_type)
     if isinstance(x, (np.ndarray, np.generic, jax.Array)):
         return ShapeDtypeStruct(x.shape, jax.dtypes.canonicalize_dtype(x.dtype))
@@ -116,14 +115,6 @@ def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
         f"Argument {path} of type {type(x).__name__} is not an array: jit arguments must be shardkit Arrays, "
         "numpy arrays or scalars, or ShapeDtypeStructs. Mark other arguments static with static_argnums."
     )
-
-
-def _array_type() -> type | None:
-    try:
-        from shardkit.array import Array
-    except ImportError:
-        return None
-    return Array
 
 
 def _abstract_key(s: Sharding | None, ndim: int) -> Any:
@@ -378,4 +369,4 @@ class Lowering:
             module, partitioner=self.partitioner, num_partitions=n, in_avals=in_avals, out_avals=out_avals,
             in_shardings=_with_scalars(chosen, avals, devices), out_shardings=out_shardings, donated=donated,
         )
-        return _Entry(module, in_avals, out_tree, out_avals, out_shardings, constraints, n)
+        return _Entry(module, in_avals, out_tree, out_avals, out_shardings, constraints)
