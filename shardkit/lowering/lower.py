@@ -79,6 +79,13 @@ def _is_sharding(x: Any) -> bool:
     return x is None or isinstance(x, Sharding)
 
 
+def _per_leaf(prefix: Any, full: Any) -> list[Sharding | None]:
+    """Each sharding of ``prefix`` (a prefix tree of ``full``; None is a leaf) repeated over the leaves under it."""
+    leaves, tree = jax.tree_util.tree_flatten(prefix, is_leaf=_is_sharding)
+    subtrees = tree.flatten_up_to(full)  # ValueError when prefix is not a prefix of full
+    return [s for s, sub in zip(leaves, subtrees) for _ in range(jax.tree_util.tree_structure(sub).num_leaves)]
+
+
 def _check_sharding_tree(tree: Any, what: str) -> None:
     for s in jax.tree_util.tree_leaves(tree, is_leaf=_is_sharding):
         if s is None:
@@ -270,21 +277,15 @@ class Lowering:
         if config is not None:
             return config
         positions = [i for i in range(len(dyn) + len(self.static_argnums)) if i not in self.static_argnums]
-        counts = [jax.tree_util.tree_structure(a).num_leaves for a in dyn]
-        if self.in_shardings is None:
-            explicit: list[Sharding | None] = [None] * sum(counts)
-        else:
-            prefix_leaves, prefix_tree = jax.tree_util.tree_flatten(self.in_shardings, is_leaf=_is_sharding)
-            try:
-                subtrees = prefix_tree.flatten_up_to(dyn)
-            except ValueError as e:
-                raise ValueError(
-                    f"in_shardings of {self.name} must be a Sharding or a tuple with one entry (a sharding "
-                    f"prefix tree) per positional argument; {len(dyn)} arguments do not match it: {e}"
-                ) from None
-            explicit = [s for s, sub in zip(prefix_leaves, subtrees)
-                        for _ in range(jax.tree_util.tree_structure(sub).num_leaves)]
-        donated = [positions[j] in self.donate_argnums for j, c in enumerate(counts) for _ in range(c)]
+        try:
+            explicit = _per_leaf(self.in_shardings, dyn)
+        except ValueError as e:
+            raise ValueError(
+                f"in_shardings of {self.name} must be a Sharding or a tuple with one entry (a sharding "
+                f"prefix tree) per positional argument; {len(dyn)} arguments do not match it: {e}"
+            ) from None
+        donated = [positions[j] in self.donate_argnums for j, a in enumerate(dyn)
+                   for _ in range(jax.tree_util.tree_structure(a).num_leaves)]
         paths = []
         for path, _ in jax.tree_util.tree_flatten_with_path((dyn, kwargs))[0]:
             head, rest = path[0].idx, path[1:]
@@ -332,15 +333,10 @@ class Lowering:
         )
 
     def _out_config(self, out_info: Any) -> tuple[Sharding | None, ...]:
-        if self.out_shardings is None:
-            return (None,) * len(jax.tree_util.tree_leaves(out_info))
-        prefix_leaves, prefix_tree = jax.tree_util.tree_flatten(self.out_shardings, is_leaf=_is_sharding)
         try:
-            subtrees = prefix_tree.flatten_up_to(out_info)
+            return tuple(_per_leaf(self.out_shardings, out_info))
         except ValueError as e:
             raise ValueError(f"out_shardings of {self.name} is not a prefix of its output tree: {e}") from None
-        return tuple(s for s, sub in zip(prefix_leaves, subtrees)
-                     for _ in range(jax.tree_util.tree_structure(sub).num_leaves))
 
     def _trace(self, args, kwargs, tree, avals, chosen, donated, paths) -> _Entry:
         for path, s, a in zip(paths, chosen, avals):
