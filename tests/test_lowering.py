@@ -249,3 +249,12 @@ def test_jit_of_one_function_shares_its_caches():
     before = sk.jit(f, out_shardings=s)._lowering
     sk.clear_caches()
     assert sk.jit(f, out_shardings=s)._lowering is not before
+
+
+def test_jax_constraint_inside_shares_the_mesh_symbol():
+    jmesh = jax.sharding.Mesh(MESH.devices, ("x", "y"))
+    inner = jax.sharding.NamedSharding(jmesh, jax.sharding.PartitionSpec(None, "y"))
+    f = sk.jit(lambda a: jax.lax.with_sharding_constraint(a * 2, inner), out_shardings=ns("x"))
+    text = f.lower(np.ones((8, 4), F32)).as_text()
+    assert text.count("sdy.mesh @") == 1 and 'sdy.sharding_constraint %1 <@mesh, [{}, {"y"}]>' in text
+    np.testing.assert_array_equal(np.asarray(f(np.ones((8, 4), F32))), np.full((8, 4), 2.0))

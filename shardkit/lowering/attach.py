@@ -79,20 +79,28 @@ def donation(
 
 
 class _MeshTable:
-    """The module's ``sdy.mesh`` symbols: one per distinct logical mesh, named as jax names them."""
+    """The module's ``sdy.mesh`` symbols: one per distinct logical mesh, named as jax names them.
 
-    def __init__(self) -> None:
-        self._names: dict[sdy.SdyMesh, str] = {}
+    Meshes the module already declares (jax's own ``with_sharding_constraint`` inside the function lifts
+    one) are reused by name, so no symbol is ever declared twice.
+    """
+
+    def __init__(self, module: ir.Module):
+        self._existing = {
+            sdy.SdyMesh.from_attr(op.mesh): op.sym_name.value
+            for op in module.body.operations if op.operation.name == "sdy.mesh"
+        }
+        self._new: dict[sdy.SdyMesh, str] = {}
 
     def ref(self, mesh: sdy.SdyMesh) -> str:
-        name = self._names.get(mesh)
+        name = self._existing.get(mesh) or self._new.get(mesh)
         if name is None:
             base = name = mesh.default_name()
-            taken = set(self._names.values())
+            taken = {*self._existing.values(), *self._new.values()}
             k = 0
             while name in taken:
                 name, k = f"{base}_{k}", k + 1
-            self._names[mesh] = name
+            self._new[mesh] = name
         return name
 
     def sharding(self, mesh: sdy.SdyMesh, tensor: sdy.SdyTensorSharding) -> ir.Attribute:
@@ -101,7 +109,7 @@ class _MeshTable:
 
     def emit(self, module: ir.Module) -> None:
         with ir.InsertionPoint.at_block_begin(module.body):
-            for mesh, name in self._names.items():
+            for mesh, name in self._new.items():
                 sdy_ops.MeshOp(name, mesh.build())
 
 
@@ -179,7 +187,7 @@ def attach(
     """Makes ``module`` (an unsharded module in shardkit's context) the sharded program, in place."""
     if partitioner not in PARTITIONERS:
         raise ValueError(f"partitioner must be one of {PARTITIONERS}, got {partitioner!r}.")
-    table = _MeshTable()
+    table = _MeshTable(module)
     with module.context, ir.Location.unknown():
         main = ir.SymbolTable(module.operation)["main"]
         assert isinstance(main, func.FuncOp)
