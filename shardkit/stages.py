@@ -19,6 +19,7 @@ from jaxlib.mlir import ir
 from shardkit.array import Array
 from shardkit.caching import on_clear
 from shardkit.executor import Compiled, compile_lowered
+from shardkit.executor.compiled import flatten_call
 from shardkit.lowering import Lowering, LoweredModule, copy_module
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh
 from shardkit.sharding import Sharding
@@ -108,7 +109,7 @@ class Jitted:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         static, dyn = self._lowering.split(args) if self._lowering.static_argnums else ((), args)
-        leaves, tree = jax.tree_util.tree_flatten((dyn, kwargs))
+        leaves, tree = flatten_call(dyn, kwargs)
         signature = [tree, static, current_mesh()]  # one flat tuple: the cheapest key to build and hash
         for x in leaves:
             if type(x) is Array:

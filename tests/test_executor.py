@@ -135,7 +135,11 @@ other = sk.Mesh(np.array(jax.devices()[::-1]).reshape(4, 2), ("x", "y"))
 s = sk.NamedSharding(mesh, P("x", "y"))
 compiled = sk.jit(lambda a: a * 2, in_shardings=s, out_shardings=s).lower(np.ones((8, 4), np.float32)).compile()
 good = sk.device_put(np.ones((8, 4), np.float32), s)
+donating = sk.jit(lambda a: a + 1, in_shardings=s, out_shardings=s, donate_argnums=0)
+donated = sk.device_put(np.ones((8, 4), np.float32), s)
+donating(donated)
 bad_calls = {
+    "reuse a donated argument": lambda: donating(donated),
     "bad shard shape": lambda: compiled(sk.device_put(np.ones((16, 8), np.float32), s)),
     "wrong arg count": lambda: compiled(good, good),
     "buffer on the wrong device": lambda: compiled(sk.device_put(np.ones((8, 4), np.float32), sk.NamedSharding(other, P("x", "y")))),
@@ -157,6 +161,7 @@ def test_crash_hazards_raise_clean_errors_in_a_subprocess():
                           cwd=ROOT, env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == [
+        "reuse a donated argument -> ValueError",
         "bad shard shape -> TypeError",
         "wrong arg count -> TypeError",
         "buffer on the wrong device -> ValueError",

@@ -133,6 +133,23 @@ class _ArgHandler:
         )
 
 
+@memoize(maxsize=64)
+def _leaf_args_tree(n: int) -> Any:
+    return jax.tree_util.tree_structure(((0,) * n, {}))
+
+
+def flatten_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], Any]:
+    """``jax.tree_util.tree_flatten((args, kwargs))``, with a shortcut for the dispatch path's common case:
+    positional Arrays only, which are leaves themselves."""
+    if not kwargs:
+        for a in args:
+            if type(a) is not Array:
+                break
+        else:
+            return list(args), _leaf_args_tree(len(args))
+    return jax.tree_util.tree_flatten((args, kwargs))
+
+
 def _leaf_paths(tree: Any) -> list[str]:
     dummy = jax.tree_util.tree_unflatten(tree, [0] * tree.num_leaves)
     out = []
@@ -153,7 +170,8 @@ class Compiled:
     """
 
     __slots__ = (
-        "_executable", "_lowered", "_in_flat", "_out_flat", "_handlers", "_results", "_out_weak", "_donated",
+        "_executable", "_lowered", "_in_flat", "_out_flat", "_handlers", "_results", "_out_info", "_single_output",
+        "_donated",
     )
 
     def __init__(self, lowered: LoweredModule, executable: Any):
@@ -181,7 +199,8 @@ class Compiled:
                 jax.core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type), jaxlib_sharding(s, a.ndim))
             for a, s in zip(lowered.out_avals, self._out_flat)
         ]
-        self._out_weak = tuple(a.weak_type for a in lowered.out_avals)
+        self._out_info = tuple((s, a.weak_type) for s, a in zip(self._out_flat, lowered.out_avals))
+        self._single_output = lowered.out_tree.num_nodes == 1 and lowered.out_tree.num_leaves == 1
         self._donated = tuple(i for i, d in enumerate(lowered.donated) if d)
 
     # -- inspection --------------------------------------------------------------------------------------
@@ -221,7 +240,7 @@ class Compiled:
     # -- calling -----------------------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        leaves, tree = flatten_call(args, kwargs)
         if tree != self._lowered.in_tree:
             expected = self._lowered.in_tree
             raise TypeError(
@@ -232,8 +251,12 @@ class Compiled:
         return self._call_flat(leaves)
 
     def _call_flat(self, leaves: Sequence[Any], trusted: bool = False) -> Any:
-        """Runs on flat argument leaves. ``trusted``: every Array leaf is known to have the compiled shape,
-        dtype and sharding (``jit`` found this signature in its cache), so only deletion is checked."""
+        """Runs on flat argument leaves.
+
+        ``trusted``: every Array leaf is known to have the compiled shape, dtype and sharding (``jit`` found
+        this signature in its cache), so only deletion is checked (a buffer deleted by donation crashes
+        jaxlib). Every Python step here is on the dispatch path, so the common cases take the shortest route.
+        """
         if trusted:
             buffers = [x._impl if type(x) is Array and not x._impl.is_deleted() else h(x)
                        for h, x in zip(self._handlers, leaves)]
@@ -243,5 +266,8 @@ class Compiled:
         for i in self._donated:
             if type(leaves[i]) is Array and not leaves[i].is_deleted():
                 leaves[i].delete()
-        outs = [wrap(r, s, weak_type=w) for r, s, w in zip(results, self._out_flat, self._out_weak)]
+        if self._single_output:
+            s, weak = self._out_info[0]
+            return wrap(results[0], s, weak_type=weak)
+        outs = [wrap(r, s, weak_type=w) for r, (s, w) in zip(results, self._out_info)]
         return jax.tree_util.tree_unflatten(self._lowered.out_tree, outs)
