@@ -104,6 +104,10 @@ PROGRAMS = [
     Program("bool_out", lambda w: lambda x: x > 0, [((8, 4), F32, ns("x", "y"))], out_shardings=ns("x")),
     Program("bf16", lambda w: lambda x: (x.astype(jnp.bfloat16) * 2).astype(jnp.float32),
             [((8, 4), F32, ns("x"))], out_shardings=ns("x")),
+    Program("bf16_in_out", lambda w: lambda x: x * 2 + 1, [((8, 4), jnp.bfloat16, ns("x", "y"))],
+            out_shardings=ns("x")),
+    Program("bool_in", lambda w: lambda b, x: jnp.where(b, x, -x),
+            [((8, 4), np.bool_, ns("x")), ((8, 4), F32, ns("x"))]),
     Program("replicated", lambda w: lambda x: x - 1, [((8, 4), F32, ns())], out_shardings=ns()),
     Program("single_device", lambda w: lambda x: x * 5, [((8, 4), F32, None)], in_shardings=SINGLE),
     Program("donate_alias", lambda w: lambda x, y: x + y, [((8, 4), F32, ns("x")), ((8, 4), F32, ns("x"))],
@@ -122,6 +126,8 @@ PROGRAMS = [
 
 
 def _value(shape, dtype, rng):
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(bool)
     if np.issubdtype(dtype, np.integer):
         return rng.integers(-5, 5, size=shape).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
