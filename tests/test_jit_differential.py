@@ -279,3 +279,43 @@ def test_donated_inputs_are_deleted():
     sk_args, _, static = build_args(program)
     sk_jit(program, static)(*sk_args)
     assert sk_args[0].is_deleted() and not sk_args[1].is_deleted()
+
+
+def _random_lowering_case(seed: int):
+    """A random mesh (permuted devices), a spec for a wsc, and in/out specs without UNCONSTRAINED."""
+    from tests.jax_oracle import random_case
+
+    rng = np.random.default_rng(1000 + seed)
+    mesh, spec, shape = random_case(rng)
+    plain = P(*(None if e is sk.UNCONSTRAINED else e for e in spec))
+    return mesh, spec, plain, shape
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_shardings_lower_like_jax(seed):
+    mesh, spec, plain, shape = _random_lowering_case(seed)
+    s_in, s_mid = sk.NamedSharding(mesh, plain), sk.NamedSharding(mesh, spec)
+    s_out = sk.NamedSharding(mesh, P(*reversed(plain))) if len(plain) <= len(shape) else s_in
+    x = np.zeros(shape, F32)
+
+    def body(wsc):
+        return lambda a: wsc(a * 2, s_mid) + 1
+
+    out = s_out if _fits(s_out, shape) else None
+
+    def mine_jit(partitioner):
+        return sk.jit(body(sk_wsc), s_in, out, partitioner=partitioner)
+
+    theirs_jit = jax.jit(body(jax_wsc), in_shardings=to_jax(s_in), out_shardings=to_jax(out))
+    assert sharding_view(mine_jit("shardy").lower(x).as_text()) == sharding_view(theirs_jit.lower(x).as_text())
+    with gspmd():
+        theirs = theirs_jit.lower(x).as_text()
+    assert sharding_view(mine_jit("gspmd").lower(x).as_text()) == sharding_view(theirs)
+
+
+def _fits(s, shape):
+    try:
+        s.shard_shape(shape)
+    except ValueError:
+        return False
+    return True
