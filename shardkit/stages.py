@@ -7,10 +7,9 @@ to the cached ``Compiled``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any, Callable
-
-import weakref
 
 import jax
 import numpy as np
