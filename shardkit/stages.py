@@ -112,8 +112,9 @@ class Jitted:
         signature = [tree, static, current_mesh()]  # one flat tuple: the cheapest key to build and hash
         for x in leaves:
             if type(x) is Array:
-                aval = x._impl.aval  # one attribute read instead of x.shape and x.dtype
-                signature += (Array, aval.shape, aval.dtype, x.weak_type, x.sharding)
+                # The dispatch path: plain slot reads (the properties' values) instead of property calls.
+                aval = x._impl.aval
+                signature += (Array, aval.shape, aval.dtype, x._weak_type, x._sharding)
             else:
                 signature.append(_call_key(x))
         key = tuple(signature)
