@@ -176,7 +176,13 @@ class Sharding:
 
     @cached_property
     def _memo(self) -> dict[tuple[Any, Shape], Any]:
-        _MEMO_OWNERS.add(self)
+        key = id(self)
+
+        def forget(ref: weakref.ref) -> None:
+            if _MEMO_OWNERS.get(key) is ref:  # not a newer sharding that reuses the id
+                del _MEMO_OWNERS[key]
+
+        _MEMO_OWNERS[key] = weakref.ref(self, forget)
         return {}
 
     def is_equivalent_to(self, other: Sharding, ndim: int) -> bool:
@@ -201,13 +207,17 @@ class Sharding:
 
 # -- the derivations, memoised on (sharding, shape) -----------------------------------------------------
 
-_MEMO_OWNERS: weakref.WeakSet[Sharding] = weakref.WeakSet()
+# By identity, not in a WeakSet: equal shardings are distinct objects with a memo each, and a set would
+# keep only one of them (the other's memo would survive clear_caches).
+_MEMO_OWNERS: dict[int, weakref.ref[Sharding]] = {}
 
 
 @on_clear
 def _clear_instance_memos() -> None:
-    for owner in list(_MEMO_OWNERS):
-        owner.__dict__.pop("_memo", None)
+    for ref in list(_MEMO_OWNERS.values()):
+        owner = ref()
+        if owner is not None:
+            owner.__dict__.pop("_memo", None)
     _MEMO_OWNERS.clear()
 
 
