@@ -287,6 +287,9 @@ def _random_lowering_case(seed: int):
 
     rng = np.random.default_rng(1000 + seed)
     mesh, spec, shape = random_case(rng)
+    # Plain str axis names: jax interns PartitionSpecs, and an np.str_ name would leak into later specs' repr.
+    spec = P(*(e if e is None or e is sk.UNCONSTRAINED else tuple(map(str, e)) if isinstance(e, tuple) else str(e)
+               for e in spec))
     plain = P(*(None if e is sk.UNCONSTRAINED else e for e in spec))
     return mesh, spec, plain, shape
 
