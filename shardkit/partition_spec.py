@@ -42,7 +42,7 @@ def _canonical_entry(entry: Any, position: int) -> Entry:
     if entry is None or entry is UNCONSTRAINED:
         return entry
     if isinstance(entry, str):
-        return entry
+        return str(entry)  # a str subclass (np.str_) would print as one
     if isinstance(entry, (tuple, list)):
         for name in entry:
             if not isinstance(name, str):
@@ -53,8 +53,8 @@ def _canonical_entry(entry: Any, position: int) -> Entry:
         if len(entry) == 0:
             return None
         if len(entry) == 1:
-            return entry[0]
-        return tuple(entry)
+            return str(entry[0])
+        return tuple(map(str, entry))
     raise TypeError(
         f"PartitionSpec entry {position} must be None, an axis name, a tuple of axis names or "
         f"P.UNCONSTRAINED, got {entry!r} of type {type(entry).__name__}."

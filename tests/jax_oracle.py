@@ -61,7 +61,7 @@ def random_case(rng: np.random.Generator):
     order = rng.permutation(8)[:count]
     mesh = sk.Mesh(np.array([DEVS[i] for i in order], dtype=object).reshape(sizes), names)
     rank = int(rng.integers(1, 4))
-    free = list(rng.permutation(names))
+    free = [str(n) for n in rng.permutation(names)]  # plain str: jax interns specs, np.str_ would leak into reprs
     entries = []
     for _ in range(int(rng.integers(0, rank + 1))):
         kind = rng.integers(0, 4)

@@ -253,3 +253,16 @@ def test_persistent_cache_in_a_new_process(tmp_path):
                            env=env) for _ in range(2)]
     assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
     assert [r.stdout.split() for r in runs] == [["False", "128.0"], ["True", "128.0"]]
+
+
+def test_shardings_changed_by_passes_come_from_the_executable():
+    # A pass that rewrites argument shardings after lowering: the Compiled must expect what XLA compiled,
+    # so a buffer laid out the old way is refused cleanly (feeding it to jaxlib would crash the process).
+    s = sk.NamedSharding(MESH, P("x", "y"))
+    value = np.arange(16.0, dtype=np.float32).reshape(8, 2)
+    x = sk.device_put(value, s)
+    compiled = sk.jit(lambda a: a * 2 + 1, out_shardings=s).lower(x).compile(passes="strip-shardings")
+    assert compiled.input_shardings[0][0].is_fully_replicated
+    with pytest.raises(ValueError, match=r"Argument args\[0\] is sharded as .*but the computation was compiled for"):
+        compiled(x)
+    np.testing.assert_array_equal(np.asarray(compiled(value)), value * 2 + 1)

@@ -25,6 +25,7 @@ def test_partition_spec_repr_and_canonical_entries():
     assert P(()) == P(None)
     assert isinstance(P("x"), tuple) and P("x", None)[1] is None
     assert repr(P(P.UNCONSTRAINED, "y")) == "P(UNCONSTRAINED, 'y')"
+    assert repr(P(np.str_("x"), (np.str_("y"), "z"))) == "P('x', ('y', 'z'))"  # str subclasses become str
 
 
 def test_partition_spec_equality_and_hash_like_jax():

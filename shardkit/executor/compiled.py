@@ -182,11 +182,18 @@ class Compiled:
         outputs = executable.get_output_shardings() or []
 
         def chosen(requested: Sequence[Sharding | None], protos: Sequence[Any], avals: Sequence[ShapeDtypeStruct]):
+            # What XLA compiled is the truth (a pass may have changed the shardings after lowering, and
+            # feeding buffers of another layout crashes execute_sharded); the requested sharding object is
+            # kept wherever it is equivalent, so users see their own mesh and spec back.
             out = []
             for i, (s, aval) in enumerate(zip(requested, avals)):
-                if s is None:
-                    hlo = xc.HloSharding.from_proto(protos[i]) if i < len(protos) else xc.HloSharding.replicate()
-                    s = as_shardkit_sharding(hlo, devices, lowered.mesh, aval.ndim)
+                if i < len(protos):
+                    hlo = xc.HloSharding.from_proto(protos[i])
+                    compiled = as_shardkit_sharding(hlo, devices, lowered.mesh, aval.ndim)
+                    if s is None or not s.is_equivalent_to(compiled, aval.ndim):
+                        s = compiled
+                elif s is None:
+                    s = as_shardkit_sharding(xc.HloSharding.replicate(), devices, lowered.mesh, aval.ndim)
                 out.append(s)
             return tuple(out)
 
