@@ -3,6 +3,8 @@ here only, because tests compare against jax's own internals where they have no 
 
 from __future__ import annotations
 
+import contextlib
+
 import jax
 import numpy as np
 from jax._src import sharding_impls as jax_sharding_impls
@@ -79,3 +81,13 @@ def random_case(rng: np.random.Generator):
         parts = int(np.prod([mesh.axis_size(a) for a in spec.axes_of(dim)] or [1]))
         shape.append(parts * int(rng.integers(1, 4)))
     return mesh, spec, tuple(shape)
+
+
+@contextlib.contextmanager
+def gspmd_mode():
+    """jax lowers to GSPMD (``mhlo.sharding``) inside the block, for the oracle of shardkit's gspmd form."""
+    jax.config.update("jax_use_shardy_partitioner", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_use_shardy_partitioner", True)

@@ -7,7 +7,6 @@ discardable ``stablehlo.mesh`` to its ``sdy.mesh`` ops, which shardkit does not)
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from typing import Any, Callable
 
@@ -21,7 +20,7 @@ import shardkit as sk
 from shardkit import P
 from shardkit._jaxlib import jax_sharding_hlo
 from shardkit.dialects import context
-from tests.jax_oracle import jax_named
+from tests.jax_oracle import gspmd_mode, jax_named
 
 DEVS = jax.devices()
 MESH = sk.make_mesh((4, 2), ("x", "y"))
@@ -179,15 +178,6 @@ def jax_jit(program: Program, static):
     return jax.jit(program.make(jax_wsc), static_argnums=static, donate_argnums=program.donate, **kw)
 
 
-@contextlib.contextmanager
-def gspmd():
-    jax.config.update("jax_use_shardy_partitioner", False)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_use_shardy_partitioner", True)
-
-
 SHARDING_KEYS = ("sdy.sharding", "mhlo.sharding", "tf.aliasing_output", "jax.buffer_donor", "jax.result_info")
 
 
@@ -242,7 +232,7 @@ def test_shardy_text_matches_jax(program):
 def test_gspmd_text_matches_jax(program):
     sk_args, jax_args, static = build_args(program)
     mine = sk_jit(program, static, "gspmd").lower(*sk_args).as_text()
-    with gspmd():
+    with gspmd_mode():
         theirs = jax_jit(program, static).lower(*jax_args).as_text()
     assert sharding_view(mine) == sharding_view(theirs)
 
@@ -311,7 +301,7 @@ def test_random_shardings_lower_like_jax(seed):
 
     theirs_jit = jax.jit(body(jax_wsc), in_shardings=to_jax(s_in), out_shardings=to_jax(out))
     assert sharding_view(mine_jit("shardy").lower(x).as_text()) == sharding_view(theirs_jit.lower(x).as_text())
-    with gspmd():
+    with gspmd_mode():
         theirs = theirs_jit.lower(x).as_text()
     assert sharding_view(mine_jit("gspmd").lower(x).as_text()) == sharding_view(theirs)
 

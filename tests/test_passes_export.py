@@ -8,7 +8,6 @@ export-gspmd must give back equal HLO shardings.
 
 from __future__ import annotations
 
-import contextlib
 import random
 import re
 
@@ -23,19 +22,11 @@ from jaxlib.mlir import ir
 
 from shardkit import passes
 from shardkit.dialects import context
+from tests.jax_oracle import gspmd_mode
 
 MESHES = [((8,), ("x",)), ((4, 2), ("x", "y")), ((2, 4), ("a", "b")), ((2, 2, 2), ("a", "b", "c")),
           ((1, 8), ("x", "y")), ((2, 1, 4), ("p", "q", "r"))]
 _ATTRS = re.compile(r'(backend_config|mhlo\.sharding) = "([^"]*)"')
-
-
-@contextlib.contextmanager
-def gspmd_mode():
-    jax.config.update("jax_use_shardy_partitioner", False)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_use_shardy_partitioner", True)
 
 
 def random_spec(rng: random.Random, names: tuple[str, ...], rank: int, unconstrained: bool = False) -> JP:
