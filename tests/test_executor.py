@@ -266,3 +266,20 @@ def test_shardings_changed_by_passes_come_from_the_executable():
     with pytest.raises(ValueError, match=r"Argument args\[0\] is sharded as .*but the computation was compiled for"):
         compiled(x)
     np.testing.assert_array_equal(np.asarray(compiled(value)), value * 2 + 1)
+
+
+def test_array_subclasses_and_jax_arrays_are_arguments():
+    s = sk.NamedSharding(MESH, P("x", "y"))
+    value = np.arange(16.0, dtype=np.float32).reshape(8, 2)
+    f = sk.jit(lambda a: a + 1, in_shardings=s)
+    gda = sk.compat.GlobalDeviceArray.from_callback(value.shape, MESH, P("x", "y"), lambda idx: value[idx])
+    np.testing.assert_array_equal(np.asarray(f(gda)), value + 1)
+    on_layout = jax.device_put(value, jax.sharding.NamedSharding(jax.sharding.Mesh(MESH.devices, ("x", "y")),
+                                                                 jax.sharding.PartitionSpec("x", "y")))
+    np.testing.assert_array_equal(np.asarray(f(on_layout)), value + 1)
+    handler = f.lower(on_layout).compile()._handlers[0]
+    passed = handler(on_layout)  # the same device buffers, no host trip
+    pointers = [s.data.unsafe_buffer_pointer() for s in passed.addressable_shards]
+    assert pointers == [s.data.unsafe_buffer_pointer() for s in on_layout.addressable_shards]
+    elsewhere = jax.device_put(value, jax.devices()[3])
+    np.testing.assert_array_equal(np.asarray(f(elsewhere)), value + 1)  # placed like a numpy argument

@@ -25,7 +25,7 @@ import numpy as np
 from jaxlib import xla_client as xc
 
 from shardkit import _jaxlib
-from shardkit.array import Array, device_put, jaxlib_sharding, wrap
+from shardkit.array import Array, asarray, device_put, jaxlib_sharding, wrap
 from shardkit.caching import memoize
 from shardkit.lowering import LoweredModule, ShapeDtypeStruct
 from shardkit.mesh import Mesh
@@ -100,7 +100,13 @@ class _ArgHandler:
 
     def __call__(self, x: Any) -> Any:
         aval = self.aval
-        if type(x) is Array:
+        if type(x) is not Array and isinstance(x, jax.Array):
+            # A jax array on the compiled layout is passed through without a copy; otherwise it goes
+            # through the host like a numpy argument.
+            view = asarray(x)
+            if view.sharding.is_equivalent_to(self.sharding, aval.ndim):
+                x = view
+        if type(x) is Array or isinstance(x, Array):  # exact type first: the dispatch path
             impl_aval = x._impl.aval  # one attribute read instead of x.shape and x.dtype (the dispatch path)
             if impl_aval.shape != aval.shape or impl_aval.dtype != aval.dtype:
                 raise self._mismatch(impl_aval.shape, impl_aval.dtype)
