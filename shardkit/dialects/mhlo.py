@@ -13,6 +13,7 @@ from typing import Any
 
 from jaxlib import xla_client as xc
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
 
 from shardkit.sharding import GSPMDSharding, Sharding
 
@@ -44,6 +45,22 @@ def from_hlo_string(
 def build(sharding: Sharding, ndim: int) -> ir.StringAttr:
     """The ``mhlo.sharding`` attribute value; needs an active MLIR context."""
     return ir.StringAttr.get(to_hlo_string(sharding, ndim))
+
+
+def constraint(operand: ir.Value, sharding: ir.Attribute | None, open_dims: Sequence[int]) -> stablehlo.CustomCallOp:
+    """GSPMD's sharding constraint, as jax emits it: ``custom_call @Sharding(operand)`` with ``mhlo.sharding``
+    and ``backend_config`` ``""`` or ``"unspecified_dims=[0,2]"`` naming the dimensions left to the compiler.
+
+    Needs an active insertion point and location; ``sharding`` None leaves the attribute off (for a caller
+    that reports why it has none).
+    """
+    config = f"unspecified_dims=[{','.join(map(str, open_dims))}]" if open_dims else ""
+    call = stablehlo.CustomCallOp(
+        [operand.type], [operand], call_target_name="Sharding", backend_config=ir.StringAttr.get(config)
+    )
+    if sharding is not None:
+        call.attributes[ATTR_NAME] = sharding
+    return call
 
 
 def read(attr: ir.Attribute) -> xc.HloSharding:

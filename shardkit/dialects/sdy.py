@@ -161,6 +161,11 @@ class SdyTensorSharding:
         object.__setattr__(self, "unreduced", _axis_refs(self.unreduced))
 
     @property
+    def open_dims(self) -> tuple[int, ...]:
+        """The dimensions left to the compiler (``{?}`` or ``{"x", ?}``)."""
+        return tuple(i for i, d in enumerate(self.dims) if d.is_open)
+
+    @property
     def body(self) -> str:
         """The text inside ``#sdy.sharding``, as ops such as ``sdy.sharding_constraint`` print it."""
         mesh = f"@{self.mesh}" if isinstance(self.mesh, str) else f"mesh{self.mesh.body}"

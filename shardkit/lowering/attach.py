@@ -149,12 +149,7 @@ def _rewrite_constraint(op: ir.Operation, partitioner: str, table: _MeshTable) -
         if partitioner == "shardy":
             new = sdy_ops.ShardingConstraintOp(operand, table.sharding(tensor.mesh, tensor))
         else:
-            open_dims = [i for i, d in enumerate(tensor.dims) if d.is_open]
-            config = f"unspecified_dims=[{','.join(map(str, open_dims))}]" if open_dims else ""
-            new = stablehlo.CustomCallOp(
-                [operand.type], [operand], call_target_name="Sharding", backend_config=ir.StringAttr.get(config)
-            )
-            new.attributes[mhlo.ATTR_NAME] = op.attributes[mhlo.ATTR_NAME]
+            new = mhlo.constraint(operand, op.attributes[mhlo.ATTR_NAME], tensor.open_dims)
     op.result.replace_all_uses_with(new.result)
     op.erase()
 

@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 from jaxlib import xla_client as xc
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import sdy, stablehlo
+from jaxlib.mlir.dialects import sdy
 
 from shardkit.dialects import mhlo
 from shardkit.dialects import sdy as forms
@@ -111,14 +111,10 @@ class ExportGSPMD(Pass):
         if name in ("sdy.sharding_constraint", "sdy.reshard"):
             tensor = forms.SdyTensorSharding.from_attr(op.attributes["sharding"])
             hlo = convert(op, "result 0", op.attributes["sharding"], op.results[0].type)
-            open_dims = [i for i, d in enumerate(tensor.dims) if d.is_open]
-            config = f"unspecified_dims=[{','.join(map(str, open_dims))}]" if open_dims else ""
             with ir.InsertionPoint(op), op.location:
-                call = stablehlo.CustomCallOp(
-                    [op.results[0].type], [op.operands[0]], call_target_name="Sharding",
-                    backend_config=ir.StringAttr.get(config),
+                call = mhlo.constraint(
+                    op.operands[0], ir.StringAttr.get(repr(hlo)) if hlo is not None else None, tensor.open_dims
                 )
-            rewriter.set_attr(call, mhlo.ATTR_NAME, ir.StringAttr.get(repr(hlo)) if hlo is not None else None)
             rewriter.replace(op, call.results)
         elif name == "sdy.constant":
             new = rewriter.create(
