@@ -3,7 +3,7 @@
 The public API, re-exported; see README.md and DESIGN.md for the tour.
 """
 
-from shardkit import compat, distributed, multihost
+from shardkit import compat, distributed, multihost, passes
 from shardkit.array import (
     Array,
     Shard,
@@ -15,6 +15,7 @@ from shardkit.array import (
 )
 from shardkit.caching import clear_caches
 from shardkit.distributed import devices, local_devices, process_count, process_index
+from shardkit.lowering import ShapeDtypeStruct, with_sharding_constraint
 from shardkit.mesh import AbstractMesh, AxisType, Mesh, current_mesh, make_mesh
 from shardkit.partition_spec import UNCONSTRAINED, P, PartitionSpec
 from shardkit.sharding import (
@@ -27,10 +28,7 @@ from shardkit.sharding import (
     Sharding,
     SingleDeviceSharding,
 )
-from shardkit.lowering import ShapeDtypeStruct, with_sharding_constraint
 from shardkit.stages import Compiled, Lowered, jit
-from shardkit import passes
-
 
 __version__ = "0.1.0"
 

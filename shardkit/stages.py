@@ -19,7 +19,7 @@ from shardkit.array import Array
 from shardkit.caching import on_clear
 from shardkit.executor import Compiled, compile_lowered
 from shardkit.executor.compiled import flatten_call
-from shardkit.lowering import Lowering, LoweredModule, copy_module
+from shardkit.lowering import PY_SCALARS, LoweredModule, Lowering, copy_module
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh
 from shardkit.sharding import Sharding
 
@@ -75,15 +75,12 @@ class Lowered:
         return Compiled(lowered, compile_lowered(lowered))
 
 
-_SCALARS = (bool, int, float, complex)
-
-
 def _call_key(x: Any) -> Any:
     """What of a non-Array argument decides which compiled program runs it (``Jitted.__call__`` inlines Arrays)."""
     t = type(x)
     if t is np.ndarray:
         return (x.shape, x.dtype)
-    if t in _SCALARS:
+    if t in PY_SCALARS:
         return t
     return (t, getattr(x, "shape", None), getattr(x, "dtype", None))
 

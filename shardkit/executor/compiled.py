@@ -27,16 +27,13 @@ from jaxlib import xla_client as xc
 from shardkit import _jaxlib
 from shardkit.array import Array, asarray, device_put, jaxlib_sharding, wrap
 from shardkit.caching import memoize
-from shardkit.lowering import LoweredModule, ShapeDtypeStruct
+from shardkit.lowering import PY_SCALARS, LoweredModule, ShapeDtypeStruct
 from shardkit.mesh import Mesh
 from shardkit.partition_spec import PartitionSpec
 from shardkit.sharding import GSPMDSharding, NamedSharding, Sharding, SingleDeviceSharding, _hlo_equal, _tiling
 
 Device = Any
 _MAX_SEARCH_AXES = 6
-_PY_SCALARS = (bool, int, float, complex)
-
-
 @memoize(maxsize=1024)
 def _spec_for(mesh: Mesh, hlo_text: str, ndim: int) -> PartitionSpec | None:
     """A PartitionSpec over ``mesh`` whose HLO sharding is ``hlo_text``, or None when there is none.
@@ -121,8 +118,8 @@ class _ArgHandler:
             if x.is_deleted():
                 raise ValueError(f"Argument {self.path} has been deleted (was it donated to an earlier call?).")
             return x._impl
-        if isinstance(x, (np.ndarray, np.generic, jax.Array)) or type(x) in _PY_SCALARS:
-            dtype = jax.dtypes.canonicalize_dtype(type(x) if type(x) in _PY_SCALARS else x.dtype)
+        if isinstance(x, (np.ndarray, np.generic, jax.Array)) or type(x) in PY_SCALARS:
+            dtype = jax.dtypes.canonicalize_dtype(type(x) if type(x) in PY_SCALARS else x.dtype)
             shape = np.shape(x)
             if shape != aval.shape or dtype != aval.dtype:
                 raise self._mismatch(shape, dtype)

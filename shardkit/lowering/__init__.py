@@ -8,13 +8,14 @@
 """
 
 from shardkit.lowering.constraint import sharding_constraint_p, with_sharding_constraint
-from shardkit.lowering.lower import Lowering, LoweredModule
+from shardkit.lowering.lower import LoweredModule, Lowering
 from shardkit.lowering.trace import copy_module
-from shardkit.lowering.types import ShapeDtypeStruct
+from shardkit.lowering.types import PY_SCALARS, ShapeDtypeStruct
 
 __all__ = [
     "Lowering",
     "LoweredModule",
+    "PY_SCALARS",
     "ShapeDtypeStruct",
     "copy_module",
     "sharding_constraint_p",

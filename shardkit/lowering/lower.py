@@ -25,7 +25,7 @@ from shardkit.array import Array
 from shardkit.caching import memoize
 from shardkit.lowering.attach import PARTITIONERS, attach, constraint_meshes
 from shardkit.lowering.trace import trace
-from shardkit.lowering.types import ShapeDtypeStruct
+from shardkit.lowering.types import PY_SCALARS, ShapeDtypeStruct
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh, lookup_devices
 from shardkit.partition_spec import UNCONSTRAINED
 from shardkit.sharding import GSPMDSharding, NamedSharding, Sharding
@@ -104,9 +104,6 @@ def _argnums(value: int | Sequence[int], what: str) -> tuple[int, ...]:
     return tuple(sorted(set(nums)))
 
 
-_PY_SCALARS = {bool: False, int: True, float: True, complex: True}
-
-
 def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
     """The shape, dtype, weak type and own sharding of one argument leaf."""
     if isinstance(x, ShapeDtypeStruct):
@@ -115,7 +112,7 @@ def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
         return ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding, weak_type=x.weak_type)
     if isinstance(x, (np.ndarray, np.generic, jax.Array)):
         return ShapeDtypeStruct(x.shape, jax.dtypes.canonicalize_dtype(x.dtype))
-    weak = _PY_SCALARS.get(type(x))
+    weak = PY_SCALARS.get(type(x))
     if weak is not None:
         return ShapeDtypeStruct((), jax.dtypes.canonicalize_dtype(type(x)), weak_type=weak)
     raise TypeError(

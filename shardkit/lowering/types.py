@@ -54,3 +54,7 @@ class ShapeDtypeStruct:
 
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype, self.sharding, self.weak_type))
+
+
+# Python scalars an argument may be, and whether jax gives each a weak type (bool is the strong one).
+PY_SCALARS = {bool: False, int: True, float: True, complex: True}
