@@ -101,15 +101,6 @@ def device_list(devices: Sequence[Any]) -> Any:
     return xc.DeviceList(tuple(devices))
 
 
-def execute(executable: Any, arguments: Sequence[Any], handlers: Sequence[Any]) -> list[Any]:
-    """Runs a loaded executable on global jaxlib arrays and returns one global array per output.
-
-    ``execute_sharded`` plus ``consume_with_handlers`` is jax's own dispatch path below ``jax.jit``: the
-    outputs come back as global arrays without a per-device Python step.
-    """
-    return executable.execute_sharded(arguments).consume_with_handlers(handlers)
-
-
 def coordination_barrier(name: str, timeout_ms: int) -> None:
     """Waits until every process reaches the barrier ``name`` on jax's coordination service.
 

@@ -1,9 +1,10 @@
 """``Compiled``: a loaded executable with its argument and result handlers, built once and kept.
 
 Calling it: each argument leaf goes through its handler (``arguments``: checks, then the global jaxlib array),
-then ``execute_sharded``, then ``consume_with_handlers`` turns each output's buffers into one global jaxlib
-array, which ``shardkit.array.wrap`` makes an ``sk.Array`` without copying. Its shardings are the ones XLA
-compiled, shown as the user's own sharding objects wherever those are equivalent.
+or, when the call repeats the last one (``arguments.LastCall``), straight to ``execute_sharded``; then
+``consume_with_handlers`` turns each output's buffers into one global jaxlib array, which
+``shardkit.array.wrap`` makes an ``sk.Array`` without copying. Its shardings are the ones XLA compiled, shown
+as the user's own sharding objects wherever those are equivalent.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import jax
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
 from shardkit.array import Array, jaxlib_sharding, wrap
-from shardkit.executor.arguments import ArgumentHandler, buffers, flatten_call, leaf_paths
+from shardkit.executor.arguments import ArgumentHandler, LastCall, buffers, flatten_call, leaf_paths
 from shardkit.lowering import LoweredModule, ShapeDtypeStruct
 from shardkit.sharding import Sharding, from_hlo
 
@@ -43,6 +44,7 @@ class Compiled:
         "_out_info",
         "_single_output",
         "_donated",
+        "_last",
     )
 
     def __init__(self, lowered: LoweredModule, executable: Any):
@@ -80,6 +82,7 @@ class Compiled:
         self._out_info = tuple((s, a.weak_type) for s, a in zip(self._out_flat, lowered.out_avals))
         self._single_output = lowered.out_tree.num_nodes == 1 and lowered.out_tree.num_leaves == 1
         self._donated = tuple(i for i, d in enumerate(lowered.donated) if d)
+        self._last: LastCall | None = None
 
     # -- inspection --------------------------------------------------------------------------------------
 
@@ -118,6 +121,11 @@ class Compiled:
     # -- calling -----------------------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        last = self._last
+        if last is not None:
+            arrays = last.buffers(args, kwargs)
+            if arrays is not None:
+                return self._run(arrays, ())
         leaves, tree = flatten_call(args, kwargs)
         if tree != self._lowered.in_tree:
             expected = self._lowered.in_tree
@@ -126,15 +134,23 @@ class Compiled:
                 f"({expected.num_leaves} arrays), but was called with {tree} ({tree.num_leaves} arrays). "
                 "Static arguments are not passed to a Compiled."
             )
-        return self._call_flat(leaves)
+        out = self._call_flat(leaves)
+        self._last = LastCall.of(self, args, kwargs, leaves, tree)
+        return out
 
     def _call_flat(self, leaves: Sequence[Any], trusted: bool = False) -> Any:
-        """Runs on flat argument leaves.
+        """Runs on flat argument leaves; ``trusted``: ``jit`` found this call's ``arguments.call_key`` in its cache."""
+        return self._run(buffers(self._handlers, leaves, trusted), leaves)
 
-        ``trusted``: ``jit`` found this call's ``arguments.call_key`` in its cache. Every Python step here is on
-        the dispatch path, so the common cases take the shortest route.
+    def _run(self, arrays: list[Any], leaves: Sequence[Any]) -> Any:
+        """Executes on ``arrays``, the checked global jaxlib arrays of ``leaves`` (the Arrays this program
+        donates; a program that donates nothing needs none), and wraps the outputs.
+
+        ``execute_sharded`` plus ``consume_with_handlers`` is jax's own dispatch path below ``jax.jit``: the
+        outputs come back as global arrays without a per-device Python step. Every Python step here is on the
+        dispatch path, so the common cases take the shortest route.
         """
-        results = _jaxlib.execute(self._executable, buffers(self._handlers, leaves, trusted), self._results)
+        results = self._executable.execute_sharded(arrays).consume_with_handlers(self._results)
         for i in self._donated:
             if isinstance(leaves[i], Array) and not leaves[i].is_deleted():
                 leaves[i].delete()
