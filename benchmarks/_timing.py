@@ -31,21 +31,26 @@ def interleaved(
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def paired(fns: dict[str, Callable[[], object]], base: str, *, rounds: int = 101) -> dict[str, tuple[float, float]]:
-    """Per fn: (median over rounds of its time / ``base``'s time in the same round, median seconds per call).
-
-    The order rotates every round: a fn pays for what the one before it left behind (buffers freed, threads
-    still busy), so each fn follows each other fn equally often.
-    """
-    samples: dict[str, list[float]] = {name: [] for name in fns}
+def samples(fns: dict[str, Callable[[], object]], *, rounds: int) -> dict[str, list[float]]:
+    """Seconds of each fn in each round. The order rotates every round: a fn pays for what the one before it
+    left behind (buffers being freed, threads still busy), so each fn follows each other fn equally often."""
+    out: dict[str, list[float]] = {name: [] for name in fns}
     names = list(fns)
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             start = time.perf_counter()
             fns[name]()
-            samples[name].append(time.perf_counter() - start)
-    ratios = {name: [t / b for t, b in zip(samples[name], samples[base])] for name in fns}
-    return {name: (statistics.median(ratios[name]), statistics.median(samples[name])) for name in fns}
+            out[name].append(time.perf_counter() - start)
+    return out
+
+
+def paired(fns: dict[str, Callable[[], object]], base: str, *, rounds: int = 101) -> dict[str, tuple[float, float]]:
+    """Per fn: (median over rounds of its time / ``base``'s time in the same round, median seconds per call)."""
+    times = samples(fns, rounds=rounds)
+    return {
+        name: (statistics.median(t / b for t, b in zip(times[name], times[base])), statistics.median(times[name]))
+        for name in fns
+    }
 
 
 def spread(values: list[float]) -> str:

@@ -16,6 +16,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "shardkit"
 
 LAYERS = [
     {"shardkit._jaxlib", "shardkit.caching", "shardkit.distributed"},
+    {"shardkit.host_copy"},
     {"shardkit.dialects"},
     {"shardkit.passes"},
     {"shardkit.partition_spec"},
