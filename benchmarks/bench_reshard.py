@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--max-mib", type=int, default=256)
     args = parser.parse_args()
-    sizes = [s for s in (64 << 10, 1 << 20, 16 << 20, 256 << 20) if s <= args.max_mib << 20]
+    sizes = [s for s in (4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20) if s <= args.max_mib << 20]
     summary: dict[tuple[str, int], dict[str, list[float]]] = {}
     for run in range(args.runs):
         print(f"run {run + 1}: medians of {args.rounds} rounds; ratios are time / host path time")

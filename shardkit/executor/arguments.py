@@ -171,10 +171,13 @@ class LastCall:
             if tree != self.tree:
                 return None
         signature = self.signature
-        if len(leaves) != len(signature):
+        n = len(signature)
+        if len(leaves) != n:
             return None
         out = []
-        for x, (sharding, aval, weak) in zip(leaves, signature):
+        for i in range(n):  # indexing: cheaper than zip with unpacking on this path
+            x = leaves[i]
+            sharding, aval, weak = signature[i]
             if type(x) is not Array or x._sharding is not sharding or x._weak_type is not weak:
                 return None
             impl = x._impl
