@@ -104,6 +104,33 @@ def profile():
     }
 
 
+def python_steps() -> None:
+    """What each Python step of a call costs alone (timeit, warm caches, no execution in between): the in-situ
+    cost (``profile``) is higher, since XLA's threads run between the steps and evict Python's caches."""
+    import timeit
+
+    from shardkit.executor.arguments import call_key, flatten_call
+    from shardkit.mesh import current_mesh
+
+    s, _ = pair("x", "y")
+    x = sk.device_put(HOST, s)
+    f = sk.jit(lambda a: a * 2, in_shardings=s, out_shardings=s)
+    f(x)
+    leaves, tree = flatten_call((x,), {})
+    key = call_key(leaves, tree, (), current_mesh())
+    steps = {
+        "LastCall.buffers (the steady state's whole check)": lambda: f._last.buffers((x,), {}),
+        "wrap an output in an sk.Array": lambda: sk.array.wrap(x._impl, s),
+        "keyed path: flatten_call": lambda: flatten_call((x,), {}),
+        "keyed path: call_key": lambda: call_key(leaves, tree, (), current_mesh()),
+        "keyed path: cache lookup": lambda: f._calls.get(key),
+    }
+    print("Python steps alone, min over 7 x 20000 calls:")
+    for name, step in steps.items():
+        best = min(timeit.repeat(step, number=20000, repeat=7)) / 20000
+        print(f"  {name:52s} {fmt(best)}")
+
+
 def pytree_100():
     s, js = pair("x", "y")
     tree = {f"w{i:03d}": sk.device_put(HOST + i, s) for i in range(100)}
@@ -199,6 +226,8 @@ def main() -> None:
     for title, make, rounds, target in CASES:
         if args.only and args.only not in title:
             continue
+        if make is profile:
+            python_steps()
         fns = make()
         for _ in range(3):  # warm up both sides (compiles, caches, allocator)
             for fn in fns.values():

@@ -3,16 +3,17 @@
 Why recycle. Fresh memory is the cost of every host copy: the kernel zeroes each new page on first touch,
 and on a loaded machine that first touch swings from 2x to 20x the copy itself, run to run (a 256 MiB
 ``np.copyto`` into a prefaulted buffer takes 40-50 ms here; into a fresh one 80 ms typically, and up to 1.5 s).
-So the big buffers shardkit allocates (the pieces it places zero-copy, the host values it gathers) are kept
-once nothing uses them any more, up to ``RECYCLE_LIMIT`` bytes, and handed out again for the next request of
-the same size, already faulted in. A buffer is unused when no Python object references it: every numpy view
-of it holds a reference (numpy collapses view chains onto the owner), and so does jaxlib for as long as a
-device buffer aliases it (jaxlib drops those references lazily, in ``collect_garbage``, which the recycler
-runs first). ``shardkit.clear_caches()`` frees the idle ones.
+malloc hands requests this big straight to fresh pages. So the buffers of 64 KiB and more that shardkit
+allocates (the pieces it places zero-copy, the host values it gathers) are kept once nothing uses them any
+more, up to ``RECYCLE_PER_SIZE`` per size and ``RECYCLE_LIMIT`` bytes in all, and handed out again for the
+next request of the same size, already faulted in. A buffer is unused when no Python object references it:
+every numpy view of it holds a reference (numpy collapses view chains onto the owner), and so does jaxlib for
+as long as a device buffer aliases it (jaxlib drops those references lazily, in ``collect_garbage``, which
+the recycler runs first). ``shardkit.clear_caches()`` frees the idle ones.
 
-Copies are planned as (destination view, source view) pairs between boxes, ``((start, stop), ...)`` per
-dimension, and big ones run as row-band tasks on a thread pool: numpy copies release the GIL, and the
-first-touch page faults of fresh memory proceed on every core.
+The copy plans (which region of which source piece fills which region of a target piece) depend only on the
+layouts and are memoised. Copies big enough run as row-band tasks on a thread pool: numpy copies release the
+GIL, and the first-touch page faults of fresh memory proceed on every core.
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from shardkit import _jaxlib
-from shardkit.caching import on_clear
+from shardkit.caching import memoize, on_clear
 
 Box = tuple[tuple[int, int], ...]
 Copy = tuple[np.ndarray, np.ndarray]  # (destination view, source view)
 
 ALIGNMENT = 64  # jaxlib's CPU client places host memory at this alignment without copying
-RECYCLE_MIN_BYTES = 1 << 20  # below this, malloc reuses memory by itself
+RECYCLE_MIN_BYTES = 64 << 10  # below this, malloc serves from memory it already touched
+RECYCLE_PER_SIZE = 32  # buffers kept per size (each request scans them for an idle one)
 RECYCLE_LIMIT = 1 << 30  # bytes of recyclable buffers kept, in use or idle
 
 
@@ -58,6 +60,8 @@ class _Recycler:
                 if _unused(bucket, i):
                     return bucket[i]
             raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+            if len(bucket) >= RECYCLE_PER_SIZE:
+                return raw
             if self._held + raw.nbytes > self.limit:
                 self._drop_idle()
             if self._held + raw.nbytes <= self.limit:
@@ -97,15 +101,17 @@ def aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 # -- copies between boxes ----------------------------------------------------------------------------
 
 
-def _overlaps(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray]]) -> list[Copy]:
-    """The (destination view, source view) copies that fill ``out`` (the piece at ``box``) from every source
-    piece that overlaps it."""
-    if out.size == 0:
-        return []
+Region = tuple[slice, ...]
+
+
+@memoize()
+def _plan(box: Box, source_boxes: tuple[Box, ...]) -> tuple[tuple[int, Region, Region], ...]:
+    """(source position, destination region, source region) of every source piece that overlaps the piece at
+    ``box``: a pure function of the layouts, so a repeated copy only slices and copies."""
     jobs = []
-    for src_box, src in sources:
+    for i, src_box in enumerate(source_boxes):
         if src_box == box:  # the common case: a source piece is exactly this piece
-            jobs.append((out, src))
+            jobs.append((i, (...,), (...,)))
             continue
         lo = [max(a, c) for (a, _), (c, _) in zip(box, src_box)]
         hi = [min(b, d) for (_, b), (_, d) in zip(box, src_box)]
@@ -113,11 +119,20 @@ def _overlaps(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray
             continue
         dst_at = tuple(slice(start - a, stop - a) for start, stop, (a, _) in zip(lo, hi, box))
         src_at = tuple(slice(start - c, stop - c) for start, stop, (c, _) in zip(lo, hi, src_box))
-        jobs.append((out[dst_at + (...,)], src[src_at + (...,)]))  # `...` keeps 0-d views arrays
-    return jobs
+        jobs.append((i, dst_at + (...,), src_at + (...,)))  # `...` keeps 0-d views arrays
+    return tuple(jobs)
 
 
-_PARALLEL_BYTES = 4 << 20  # below this, a thread hand-off costs more than it saves
+def _overlaps(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray]]) -> list[Copy]:
+    """The (destination view, source view) copies that fill ``out`` (the piece at ``box``) from every source
+    piece that overlaps it."""
+    if out.size == 0:
+        return []
+    plan = _plan(box, tuple(b for b, _ in sources))
+    return [(out[dst_at], sources[i][1][src_at]) for i, dst_at, src_at in plan]
+
+
+_PARALLEL_BYTES = 32 << 20  # below this, a thread hand-off costs more than it saves (measured at 4-64 MiB)
 _BAND_BYTES = 8 << 20  # one copy task's share of a big piece
 _WORKERS = os.cpu_count() or 1
 _pool: ThreadPoolExecutor | None = None
