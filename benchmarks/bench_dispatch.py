@@ -99,7 +99,7 @@ def profile():
         "+ wrap in sk.Array": burst(
             lambda: sk.array.wrap(executable.execute_sharded([impl]).consume_with_handlers(handlers)[0], out_sharding)
         ),
-        "+ LastCall check": burst(lambda: compiled._run(last.buffers((x,), {}), ())),
+        "+ LastCall.run's check": burst(lambda: last.run((x,), {})),
         "+ Jitted.__call__": burst(lambda: f(x)),
     }
 
@@ -119,7 +119,6 @@ def python_steps() -> None:
     leaves, tree = flatten_call((x,), {})
     key = call_key(leaves, tree, (), current_mesh())
     steps = {
-        "LastCall.buffers (the steady state's whole check)": lambda: f._last.buffers((x,), {}),
         "wrap an output in an sk.Array": lambda: sk.array.wrap(x._impl, s),
         "keyed path: flatten_call": lambda: flatten_call((x,), {}),
         "keyed path: call_key": lambda: call_key(leaves, tree, (), current_mesh()),

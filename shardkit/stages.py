@@ -16,7 +16,7 @@ from jaxlib.mlir import ir
 
 from shardkit.caching import on_clear
 from shardkit.executor import Compiled, compile_lowered
-from shardkit.executor.arguments import LastCall, call_key, flatten_call
+from shardkit.executor.arguments import MISS, LastCall, call_key, flatten_call
 from shardkit.lowering import JitOptions, LoweredModule, Lowering, copy_module
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh
 
@@ -104,9 +104,9 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         last = self._last
         if last is not None:
-            arrays = last.buffers(args, kwargs)
-            if arrays is not None:  # the steady state: the same signature as last time
-                return last.compiled._run(arrays, ())
+            out = last.run(args, kwargs)
+            if out is not MISS:  # the steady state: the same signature as last time
+                return out
         static, dyn = self._lowering.split(args) if self._lowering.static_argnums else ((), args)
         leaves, tree = flatten_call(dyn, kwargs)
         key = call_key(leaves, tree, static, current_mesh())

@@ -1,7 +1,7 @@
 """``Compiled``: a loaded executable with its argument and result handlers, built once and kept.
 
 Calling it: each argument leaf goes through its handler (``arguments``: checks, then the global jaxlib array),
-or, when the call repeats the last one (``arguments.LastCall``), straight to ``execute_sharded``; then
+or, when the call repeats the last one (``arguments.LastCall.run``), straight to ``execute_sharded``; then
 ``consume_with_handlers`` turns each output's buffers into one global jaxlib array, which
 ``shardkit.array.wrap`` makes an ``sk.Array`` without copying. Its shardings are the ones XLA compiled, shown
 as the user's own sharding objects wherever those are equivalent.
@@ -17,7 +17,7 @@ import jax
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
 from shardkit.array import Array, jaxlib_sharding, wrap
-from shardkit.executor.arguments import ArgumentHandler, LastCall, buffers, flatten_call, leaf_paths
+from shardkit.executor.arguments import MISS, ArgumentHandler, LastCall, buffers, flatten_call, leaf_paths
 from shardkit.lowering import LoweredModule, ShapeDtypeStruct
 from shardkit.sharding import Sharding, from_hlo
 
@@ -123,9 +123,9 @@ class Compiled:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         last = self._last
         if last is not None:
-            arrays = last.buffers(args, kwargs)
-            if arrays is not None:
-                return self._run(arrays, ())
+            out = last.run(args, kwargs)
+            if out is not MISS:
+                return out
         leaves, tree = flatten_call(args, kwargs)
         if tree != self._lowered.in_tree:
             expected = self._lowered.in_tree
@@ -139,21 +139,20 @@ class Compiled:
         return out
 
     def _call_flat(self, leaves: Sequence[Any], trusted: bool = False) -> Any:
-        """Runs on flat argument leaves; ``trusted``: ``jit`` found this call's ``arguments.call_key`` in its cache."""
-        return self._run(buffers(self._handlers, leaves, trusted), leaves)
-
-    def _run(self, arrays: list[Any], leaves: Sequence[Any]) -> Any:
-        """Executes on ``arrays``, the checked global jaxlib arrays of ``leaves`` (the Arrays this program
-        donates; a program that donates nothing needs none), and wraps the outputs.
+        """Runs on flat argument leaves; ``trusted``: ``jit`` found this call's ``arguments.call_key`` in its cache.
 
         ``execute_sharded`` plus ``consume_with_handlers`` is jax's own dispatch path below ``jax.jit``: the
-        outputs come back as global arrays without a per-device Python step. Every Python step here is on the
-        dispatch path, so the common cases take the shortest route.
+        outputs come back as global arrays without a per-device Python step.
         """
+        arrays = buffers(self._handlers, leaves, trusted)
         results = self._executable.execute_sharded(arrays).consume_with_handlers(self._results)
         for i in self._donated:
             if isinstance(leaves[i], Array) and not leaves[i].is_deleted():
                 leaves[i].delete()
+        return self._outputs(results)
+
+    def _outputs(self, results: list[Any]) -> Any:
+        """The global jaxlib arrays of the outputs as sk.Arrays, in the output tree."""
         if self._single_output:
             s, weak = self._out_info[0]
             return wrap(results[0], s, weak_type=weak)
