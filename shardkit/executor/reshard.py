@@ -14,9 +14,10 @@ and single-device ("maximal") placements within a device list stay with ``shardk
 paths.
 
 When the program runs (``use_program``): on every platform but CPU. On CPU "device" memory is host memory,
-and the host path (recycled buffers, one copy per piece) measured 2-6x faster than the program at every size
-from 64 KiB to 256 MiB for row/column and 2-D transposes on 8 devices (``benchmarks/bench_reshard.py``),
-so the program is used there only when asked for with ``prefer="program"``.
+and the host path (recycled buffers, one copy per piece) measured 1.3-17x faster than the program at every
+size from 4 KiB to 256 MiB, for rows to columns and 2-D transposes on 8 devices, over one device order and
+across two (``benchmarks/bench_reshard.py``, docs/arrays.md), so there the program runs only when asked for
+with ``prefer="program"``.
 
 ``shardkit.array`` sits below lowering and the executor and cannot import this module; importing the
 executor installs ``reshard_on_devices`` as array's device reshard (``array.use_device_reshard``).
