@@ -1,14 +1,24 @@
-"""Calling compiled sharded programs: shardkit against jax.jit, side by side in one process.
+"""Calling compiled sharded programs: shardkit against jax.jit, side by side in one process, 8 CPU devices.
 
-1. steady-state dispatch of ``x * 2`` on a (8, 128) float32 array sharded P('x', 'y') over a 4x2 mesh
-   (target <= 1.1x jax.jit): ``sk.jit(f)(x)``, the full path with its signature cache, and ``Compiled(x)``;
-2. one training step of a 2-D (data x model) sharded MLP, value_and_grad + SGD (target <= 1.02x).
+Rows (steady state, per call):
+1. ``x * 2`` on a (8, 128) float32 array sharded P('x', 'y') over a 4x2 mesh: ``sk.jit(f)(x)`` and the AOT
+   ``Compiled(x)`` (target <= 1.0x jax.jit, aim 0.95);
+2. the same with 100 arguments in a pytree (a dict of 100 such arrays, summed);
+3. ``x * 2`` on 1 device;
+4. ``x * 2`` donating its argument (``y = f(y)``);
+5. one training step of a 2-D (data x model) sharded MLP, value_and_grad + SGD, donating the weights
+   (target <= 1.0x).
 
-Run: .venv/bin/python benchmarks/bench_dispatch.py
+Timing: each round runs a burst of calls on each side (the last one blocked until ready, so queued work never
+spills into the other side's timing); a run's figure is the median over its rounds of shardkit's time over
+jax's time in the same round. ``--runs`` runs; the summary prints min/median/max over runs.
+
+Run: .venv/bin/python benchmarks/bench_dispatch.py [--runs 5]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
@@ -17,79 +27,140 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _timing import fmt, interleaved  # noqa: E402
-from jax.sharding import (
-    NamedSharding as JNS,  # noqa: E402
-    PartitionSpec as JP,  # noqa: E402
-)
+from _timing import fmt, paired, spread  # noqa: E402
+from jax.sharding import NamedSharding as JNS, PartitionSpec as JP  # noqa: E402
 
 import shardkit as sk  # noqa: E402
 from shardkit import P  # noqa: E402
 
 MESH = sk.make_mesh((4, 2), ("x", "y"))
 JMESH = jax.sharding.Mesh(MESH.devices, MESH.axis_names)
+HOST = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
+BURST = 20
 
 
 def pair(*spec):
     return sk.NamedSharding(MESH, P(*spec)), JNS(JMESH, JP(*spec))
 
 
-def report(title: str, times: dict[str, float], base: str = "jax") -> None:
-    print(title)
-    for name, t in times.items():
-        print(f"  {name:28s} {fmt(t)}   {t / times[base]:.3f}x {base}")
+def burst(call, n=BURST):
+    """``n`` back-to-back calls, then a wait for the last."""
+
+    def run():
+        for _ in range(n - 1):
+            call()
+        jax.block_until_ready(call())
+
+    return run
 
 
-def dispatch() -> None:
+def chained(f, state, key, n=BURST):
+    """``n`` calls of ``state[key] = f(state[key])`` (a donated argument is consumed by each call)."""
+
+    def run():
+        for _ in range(n):
+            state[key] = f(state[key])
+        jax.block_until_ready(state[key])
+
+    return run
+
+
+def sharded_x2():
     s, js = pair("x", "y")
-    host = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
-    x, jx = sk.device_put(host, s), jax.device_put(host, js)
+    x, jx = sk.device_put(HOST, s), jax.device_put(HOST, js)
     f = sk.jit(lambda a: a * 2, in_shardings=s, out_shardings=s)
     jf = jax.jit(lambda a: a * 2, in_shardings=js, out_shardings=js)
     compiled = f.lower(x).compile()
-    burst = 20
-
-    def calls(call):
-        """``burst`` back-to-back calls, then waits for the last: one side's queued work never spills into the
-        other side's timing."""
-
-        def run():
-            for _ in range(burst - 1):
-                call()
-            call().block_until_ready()
-
-        return run
-
-    for _ in range(50):
-        f(x), jf(jx), compiled(x)
-    times = interleaved(
-        {
-            "jax": calls(lambda: jf(jx)),
-            "shardkit jit(f)(x)": calls(lambda: f(x)),
-            "shardkit Compiled(x)": calls(lambda: compiled(x)),
-        },
-        rounds=301,
-    )
-    report(
-        "dispatch, x * 2, (8, 128) f32 P('x','y') on 4x2, per call (target <= 1.1x)",
-        {k: v / burst for k, v in times.items()},
-    )
-    blocked = interleaved(
-        {"jax": lambda: jf(jx).block_until_ready(), "shardkit jit(f)(x)": lambda: f(x).block_until_ready()},
-        rounds=301,
-        number=10,
-    )
-    report("dispatch, each call blocked until ready", blocked)
+    return {
+        "jax": burst(lambda: jf(jx)),
+        "sk.jit(f)(x)": burst(lambda: f(x)),
+        "Compiled(x)": burst(lambda: compiled(x)),
+    }
 
 
-def mlp_step() -> None:
+def profile():
+    """The steady-state call taken apart, cumulatively: each row adds one step of ``sk.jit(f)(x)``'s path to the
+    one above (XLA's ``execute_sharded`` with jaxlib's result handler is the floor every path shares)."""
+    s, js = pair("x", "y")
+    x, jx = sk.device_put(HOST, s), jax.device_put(HOST, js)
+    f = sk.jit(lambda a: a * 2, in_shardings=s, out_shardings=s)
+    jf = jax.jit(lambda a: a * 2, in_shardings=js, out_shardings=js)
+    f(x)
+    last = f._last
+    compiled = last.compiled
+    executable, handlers, impl = compiled._executable, compiled._results, x._impl
+    out_sharding = compiled._out_info[0][0]
+    return {
+        "jax": burst(lambda: jf(jx)),
+        "execute_sharded + handler": burst(
+            lambda: executable.execute_sharded([impl]).consume_with_handlers(handlers)[0]
+        ),
+        "+ wrap in sk.Array": burst(
+            lambda: sk.array.wrap(executable.execute_sharded([impl]).consume_with_handlers(handlers)[0], out_sharding)
+        ),
+        "+ LastCall.run's check": burst(lambda: last.run((x,), {})),
+        "+ Jitted.__call__": burst(lambda: f(x)),
+    }
+
+
+def python_steps() -> None:
+    """What each Python step of a call costs alone (timeit, warm caches, no execution in between): the in-situ
+    cost (``profile``) is higher, since XLA's threads run between the steps and evict Python's caches."""
+    import timeit
+
+    from shardkit.executor.arguments import call_key, flatten_call
+    from shardkit.mesh import current_mesh
+
+    s, _ = pair("x", "y")
+    x = sk.device_put(HOST, s)
+    f = sk.jit(lambda a: a * 2, in_shardings=s, out_shardings=s)
+    f(x)
+    leaves, tree = flatten_call((x,), {})
+    key = call_key(leaves, tree, (), current_mesh())
+    steps = {
+        "wrap an output in an sk.Array": lambda: sk.array.wrap(x._impl, s),
+        "keyed path: flatten_call": lambda: flatten_call((x,), {}),
+        "keyed path: call_key": lambda: call_key(leaves, tree, (), current_mesh()),
+        "keyed path: cache lookup": lambda: f._calls.get(key),
+    }
+    print("Python steps alone, min over 7 x 20000 calls:")
+    for name, step in steps.items():
+        best = min(timeit.repeat(step, number=20000, repeat=7)) / 20000
+        print(f"  {name:52s} {fmt(best)}")
+
+
+def pytree_100():
+    s, js = pair("x", "y")
+    tree = {f"w{i:03d}": sk.device_put(HOST + i, s) for i in range(100)}
+    jtree = {k: jax.device_put(np.asarray(v), js) for k, v in tree.items()}
+    total = lambda t: sum(t.values())  # noqa: E731
+    f, jf = sk.jit(total, out_shardings=s), jax.jit(total, out_shardings=js)
+    np.testing.assert_array_equal(np.asarray(f(tree)), np.asarray(jf(jtree)))
+    return {"jax": burst(lambda: jf(jtree), 5), "sk.jit(f)(tree)": burst(lambda: f(tree), 5)}
+
+
+def one_device():
+    device = jax.devices()[0]
+    x, jx = sk.device_put(HOST, device), jax.device_put(HOST, device)
+    f, jf = sk.jit(lambda a: a * 2), jax.jit(lambda a: a * 2)
+    return {"jax": burst(lambda: jf(jx)), "sk.jit(f)(x)": burst(lambda: f(x))}
+
+
+def donated():
+    s, js = pair("x", "y")
+    f = sk.jit(lambda a: a * 2, in_shardings=s, out_shardings=s, donate_argnums=0)
+    jf = jax.jit(lambda a: a * 2, in_shardings=js, out_shardings=js, donate_argnums=0)
+    state = {"sk": sk.device_put(HOST, s), "jax": jax.device_put(HOST, js)}
+    return {"jax": chained(jf, state, "jax"), "sk.jit(f)(y), donated": chained(f, state, "sk")}
+
+
+def mlp_step():
     batch, width, layers = 256, 512, 4
     data, _ = pair("x", None)
     col, _ = pair(None, "y")
     row, _ = pair("y", None)
     rng = np.random.default_rng(0)
-    shapes = [(width, width)] * layers
-    weights = [rng.standard_normal(s).astype(np.float32) / np.sqrt(width) for s in shapes]
+    weights = [rng.standard_normal((width, width)).astype(np.float32) / np.sqrt(width) for _ in range(layers)]
     w_shard = [col if i % 2 == 0 else row for i in range(layers)]
     xs = rng.standard_normal((batch, width)).astype(np.float32)
 
@@ -119,21 +190,59 @@ def mlp_step() -> None:
     }
     x, jx = sk.device_put(xs, data), jax.device_put(xs, to_jax(data))
 
-    def run_sk():
-        state["sk"], value = f(state["sk"], x)
-        value.block_until_ready()
+    def run(side, fn, arg):
+        def one():
+            for _ in range(3):
+                state[side], value = fn(state[side], arg)
+            value.block_until_ready()
 
-    def run_jax():
-        state["jax"], value = jf(state["jax"], jx)
-        value.block_until_ready()
+        return one
 
-    for _ in range(5):
-        run_sk(), run_jax()
-    times = interleaved({"jax": run_jax, "shardkit": run_sk}, rounds=41, number=3)
-    report(f"MLP training step, {layers} layers, B={batch} D={width}, data x model on 4x2 (target <= 1.02x)", times)
+    fns = {"jax": run("jax", jf, jx), "sk.jit(step)": run("sk", f, x)}
+    for fn in fns.values():
+        fn()
     np.testing.assert_allclose(np.asarray(state["sk"][0]), np.asarray(state["jax"][0]), rtol=1e-4, atol=1e-5)
+    return fns
+
+
+CASES = [
+    ("x * 2, (8, 128) f32 P('x','y') on 4x2", sharded_x2, 401, "<= 1.0 (aim 0.95)"),
+    ("the same call taken apart (cumulative)", profile, 401, "profile"),
+    ("100 arguments in a pytree, summed", pytree_100, 61, "measured"),
+    ("x * 2 on 1 device", one_device, 401, "measured"),
+    ("x * 2, donated argument", donated, 401, "measured"),
+    ("MLP training step, 4 layers, B=256 D=512, data x model on 4x2", mlp_step, 21, "<= 1.0"),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", help="run the cases whose title contains this")
+    args = parser.parse_args()
+    summary = []
+    for title, make, rounds, target in CASES:
+        if args.only and args.only not in title:
+            continue
+        if make is profile:
+            python_steps()
+        fns = make()
+        for _ in range(3):  # warm up both sides (compiles, caches, allocator)
+            for fn in fns.values():
+                fn()
+        per_run: dict[str, list[float]] = {name: [] for name in fns if name != "jax"}
+        print(f"{title} (target {target})")
+        for run in range(args.runs):
+            result = paired(fns, "jax", rounds=rounds)
+            line = "  ".join(f"{name} {ratio:.3f}x" for name, (ratio, _) in result.items() if name != "jax")
+            print(f"  run {run + 1}: jax {fmt(result['jax'][1])} per burst;  {line}", flush=True)
+            for name in per_run:
+                per_run[name].append(result[name][0])
+        summary += [(title, name, ratios, target) for name, ratios in per_run.items()]
+    print("\nshardkit / jax.jit, min/median/max over runs:")
+    for title, name, ratios, target in summary:
+        print(f"  {title:62s} {name:24s} {spread(ratios)}   target {target}")
 
 
 if __name__ == "__main__":
-    dispatch()
-    mlp_step()
+    main()

@@ -7,7 +7,13 @@ the stub). The command-line tools and ``shardkit.passes`` work on MLIR alone, so
 ``shardkit.jit`` or an Array brings jax in.
 """
 
+import os
+
 import lazy_loader
+
+# jaxlib's C++ logging reads this when jaxlib first loads, which may now be before jax, whose __init__ sets the
+# same default: without it, creating the CPU client prints its INFO lines.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 __version__ = "0.1.0"
 

@@ -76,6 +76,13 @@ def put_host_pieces(aval: Any, sharding: JaxlibSharding, pieces: Sequence[np.nda
     )
 
 
+def collect_garbage() -> None:
+    """Drops the Python references jaxlib still holds for device buffers already freed (it defers them, since a
+    buffer may be freed on a thread without the GIL; jit calls run this too). Host memory that a zero-copy
+    placement aliased is only released then."""
+    xc._xla.collect_garbage()
+
+
 def copy_to_devices(buffers: Sequence[Any], devices: Sequence[Any], shardings: Sequence[JaxlibSharding]) -> list[Any]:
     """Copies each single-device buffer to its device, device to device, in one batch (jax's public
     ``device_put`` goes through its own sharding and dispatch machinery for each)."""

@@ -22,12 +22,9 @@ that dimension with size 1 (the equivalent tiled GSPMD layout) and ``Shard.data`
 
 from __future__ import annotations
 
-import itertools
 import math
 import operator
-import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import jax
@@ -36,11 +33,11 @@ from jax.core import ShapedArray
 
 from shardkit import _jaxlib
 from shardkit.caching import memoize
+from shardkit.host_copy import Box, aligned_empty, fill, run
 from shardkit.sharding import Sharding, SingleDeviceSharding, as_sharding, canonical_shape, from_jax, is_sharding_like
 
 Shape = tuple[int, ...]
 Index = tuple[Any, ...]
-Box = tuple[tuple[int, int], ...]
 Device = Any
 
 # -- the jaxlib side of a sharding ----------------------------------------------------------------------
@@ -117,88 +114,15 @@ def _holds_every_piece(sharding: Sharding, shape: Shape) -> bool:
     return everywhere == set(_layout(sharding, shape).boxes)
 
 
-# -- host memory -------------------------------------------------------------------------------------------
-
-
-def _aligned_empty(shape: Shape, dtype: np.dtype) -> np.ndarray:
-    """Fresh host memory at a 64-byte boundary, which jaxlib's CPU client places without copying."""
-    nbytes = math.prod(shape) * dtype.itemsize
-    raw = np.empty(nbytes + 64, dtype=np.uint8)
-    offset = -raw.__array_interface__["data"][0] % 64
-    return raw[offset : offset + nbytes].view(dtype).reshape(shape)
-
-
-Copy = tuple[np.ndarray, np.ndarray]  # (destination view, source view)
-
-
-def _overlaps(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray]]) -> list[Copy]:
-    """The (destination view, source view) copies that fill ``out`` (the piece at ``box``) from every source
-    piece that overlaps it."""
-    if out.size == 0:
-        return []
-    jobs = []
-    for src_box, src in sources:
-        if src_box == box:  # the common case: a source piece is exactly this piece
-            jobs.append((out, src))
-            continue
-        lo = [max(a, c) for (a, _), (c, _) in zip(box, src_box)]
-        hi = [min(b, d) for (_, b), (_, d) in zip(box, src_box)]
-        if any(start >= stop for start, stop in zip(lo, hi)):
-            continue
-        dst_at = tuple(slice(start - a, stop - a) for start, stop, (a, _) in zip(lo, hi, box))
-        src_at = tuple(slice(start - c, stop - c) for start, stop, (c, _) in zip(lo, hi, src_box))
-        jobs.append((out[dst_at + (...,)], src[src_at + (...,)]))  # `...` keeps 0-d views arrays
-    return jobs
-
-
-_PARALLEL_BYTES = 4 << 20  # below this, a thread hand-off costs more than it saves
-_BAND_BYTES = 8 << 20  # one copy task's share of a big piece
-_WORKERS = os.cpu_count() or 1
-_pool: ThreadPoolExecutor | None = None
-
-
-def _forget_pool() -> None:
-    global _pool
-    _pool = None  # a forked child has none of the parent's threads
-
-
-os.register_at_fork(after_in_child=_forget_pool)
-
-
-def _fill(out: np.ndarray, box: Box, sources: Sequence[tuple[Box, np.ndarray]]) -> list[list[Copy]]:
-    """The copies that fill ``out`` (the piece at ``box``), grouped into tasks by row bands of ``out``: each task
-    writes one contiguous region, so threads running different tasks never fault in the same fresh pages."""
-    if out.ndim == 0 or out.nbytes < 2 * _BAND_BYTES:
-        return [_overlaps(out, box, sources)]
-    (first, _), rows = box[0], out.shape[0]
-    k = min(rows, out.nbytes // _BAND_BYTES)
-    cuts = [i * rows // k for i in range(k + 1)]
-    return [_overlaps(out[a:b], ((first + a, first + b), *box[1:]), sources) for a, b in itertools.pairwise(cuts)]
-
-
-def _run(tasks: list[list[Copy]]) -> None:
-    """Runs the copy tasks, spread over a thread pool when they are big: numpy copies release the GIL, and the
-    first-touch page faults of fresh memory (most of the cost) then proceed on every core."""
-    global _pool
-
-    def run(task: list[Copy]) -> None:
-        for dst, src in task:
-            np.copyto(dst, src, casting="unsafe")
-
-    if _WORKERS == 1 or sum(d.nbytes for task in tasks for d, _ in task) < _PARALLEL_BYTES:
-        for task in tasks:
-            run(task)
-        return
-    if _pool is None:
-        _pool = ThreadPoolExecutor(_WORKERS, thread_name_prefix="shardkit-copy")
-    list(_pool.map(run, tasks))
+# -- host memory (shardkit.host_copy: aligned, recycled buffers and copies between boxes) -----------------
 
 
 def _owned_pieces(layout: _Layout, dtype: np.dtype, sources_of: Callable[[int], Sequence]) -> list[np.ndarray]:
-    """One fresh aligned host piece per local device, replicas included: a replica never shares memory with
-    another device's piece (a donated buffer may be written in place, and its replicas must not change)."""
-    pieces = [_aligned_empty(layout.piece_shape, dtype) for _ in layout.devices]
-    _run([task for out, box, f in zip(pieces, layout.boxes, layout.first) for task in _fill(out, box, sources_of(f))])
+    """One aligned host piece that shardkit owns per local device, replicas included: a replica never shares
+    memory with another device's piece (a donated buffer may be written in place, and its replicas must not
+    change)."""
+    pieces = [aligned_empty(layout.piece_shape, dtype) for _ in layout.devices]
+    run([task for out, box, f in zip(pieces, layout.boxes, layout.first) for task in fill(out, box, sources_of(f))])
     return pieces
 
 
@@ -401,8 +325,8 @@ class Array:
         else:
             distinct = layout.distinct
             pieces = _to_host([buffers[p] for p in distinct])
-            value = np.empty(shape, self.dtype)
-            _run(_fill(value, _full(shape), [(layout.boxes[p], v) for p, v in zip(distinct, pieces)]))
+            value = aligned_empty(shape, self.dtype)  # recycled once no one holds this value any more
+            run(fill(value, _full(shape), [(layout.boxes[p], v) for p, v in zip(distinct, pieces)]))
         value.flags.writeable = False
         self._npy = value
         return value
@@ -628,7 +552,7 @@ def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any
             )
     ordered = [by_device[d] for d in layout.devices]
     if expected != layout.piece_shape:  # PmapSharding: buffers keep the mapped dimension
-        pieces = [_aligned_empty(layout.piece_shape, dtype) for _ in ordered]
+        pieces = [aligned_empty(layout.piece_shape, dtype) for _ in ordered]
         for piece, host in zip(pieces, _to_host(ordered)):
             np.copyto(piece, host.reshape(layout.piece_shape))
         return _put(sharding, shape, dtype, layout, pieces), sharding, False
@@ -883,7 +807,19 @@ def _from_host(x: Any, sharding: Any, weak_type: bool | None = None) -> Array:
 # -- resharding ------------------------------------------------------------------------------------------
 
 
+_device_reshard: list[Callable[[Array, Sharding], Array | None]] = []
+
+
+def use_device_reshard(fn: Callable[[Array, Sharding], Array | None]) -> None:
+    """Installs the reshard by a compiled program (``shardkit.executor.reshard``, which needs lowering and the
+    executor, both above this module): ``fn(x, sharding)`` returns the resharded Array, or None to leave it
+    to the paths here."""
+    _device_reshard[:] = [fn]
+
+
 def reshard(x: Array, sharding: Sharding) -> Array:
+    """``x`` laid out as ``sharding``: kept buffers, device-to-device copies, and the pieces no device holds
+    whole assembled by the installed device reshard (a compiled program) or, where it declines, on the host."""
     x._check_if_deleted()
     shape, dtype = x.shape, x.dtype
     if sharding == x._sharding:
@@ -907,6 +843,10 @@ def reshard(x: Array, sharding: Sharding) -> Array:
         else:
             out[pos] = buffers[candidates[0]]
             copies.append(pos)
+    if assemble and _device_reshard:
+        moved = _device_reshard[0](x, sharding)
+        if moved is not None:
+            return moved
     if assemble and not _holds_every_piece(x._sharding, shape):
         raise ValueError(
             f"Cannot reshard an Array of shape {shape} that spans other processes' devices from {x._sharding} "
@@ -928,8 +868,8 @@ def reshard(x: Array, sharding: Sharding) -> Array:
             pieces = _owned_pieces(dst, dtype, lambda pos: sources)
             return wrap(_put(sharding, shape, dtype, dst, pieces), sharding, weak_type=x._weak_type)
         for p in assemble:
-            piece = _aligned_empty(dst.piece_shape, dtype)
-            _run(_fill(piece, dst.boxes[p], sources))
+            piece = aligned_empty(dst.piece_shape, dtype)
+            run(fill(piece, dst.boxes[p], sources))
             out[p] = _put_one(piece, dst.devices[p])
     impl = _jaxlib.array_impl(shaped_array(shape, dtype, False), jaxlib_sharding(sharding, len(shape)), out)
     return wrap(impl, sharding, weak_type=x._weak_type)

@@ -16,6 +16,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "shardkit"
 
 LAYERS = [
     {"shardkit._jaxlib", "shardkit.caching", "shardkit.distributed"},
+    {"shardkit.host_copy"},
     {"shardkit.dialects"},
     {"shardkit.passes"},
     {"shardkit.partition_spec"},
@@ -120,3 +121,17 @@ def test_mlir_tools_start_without_jax(tmp_path):
     done = subprocess.run([sys.executable, "-c", MLIR_ONLY, str(source)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_quiet_start_whatever_loads_first():
+    """jaxlib may now load before jax (``shardkit.mesh`` needs only jaxlib); its C++ INFO logging stays off, as
+    jax's own import keeps it."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os; os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=8'; os.environ.pop("
+        "'TF_CPP_MIN_LOG_LEVEL', None)\nimport shardkit as sk\nsk.make_mesh((4, 2), ('x', 'y'))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

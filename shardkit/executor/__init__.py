@@ -4,16 +4,19 @@
 - ``cache``: the opt-in persistent compilation cache (``set_cache_dir`` / ``$SHARDKIT_COMPILATION_CACHE_DIR``).
 - ``arguments``: flattening a call, its call key, the checks each argument leaf passes before XLA sees it.
 - ``compiled``: ``Compiled``, built once per executable: argument handlers, result handlers, the call.
+- ``reshard``: resharding an Array by a compiled program (installed as ``shardkit.array``'s device reshard).
 """
 
 from shardkit.executor.cache import cache_dir, set_cache_dir
 from shardkit.executor.compile import compile_lowered, compile_options
 from shardkit.executor.compiled import Compiled
+from shardkit.executor.reshard import reshard_on_devices
 
 __all__ = [
     "Compiled",
     "cache_dir",
     "compile_lowered",
     "compile_options",
+    "reshard_on_devices",
     "set_cache_dir",
 ]

@@ -1,9 +1,10 @@
 """``Compiled``: a loaded executable with its argument and result handlers, built once and kept.
 
 Calling it: each argument leaf goes through its handler (``arguments``: checks, then the global jaxlib array),
-then ``execute_sharded``, then ``consume_with_handlers`` turns each output's buffers into one global jaxlib
-array, which ``shardkit.array.wrap`` makes an ``sk.Array`` without copying. Its shardings are the ones XLA
-compiled, shown as the user's own sharding objects wherever those are equivalent.
+or, when the call repeats the last one (``arguments.LastCall.run``), straight to ``execute_sharded``; then
+``consume_with_handlers`` turns each output's buffers into one global jaxlib array, which
+``shardkit.array.wrap`` makes an ``sk.Array`` without copying. Its shardings are the ones XLA compiled, shown
+as the user's own sharding objects wherever those are equivalent.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import jax
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
 from shardkit.array import Array, jaxlib_sharding, wrap
-from shardkit.executor.arguments import ArgumentHandler, buffers, flatten_call, leaf_paths
+from shardkit.executor.arguments import MISS, ArgumentHandler, LastCall, buffers, flatten_call, leaf_paths
 from shardkit.inspect import CommunicationReport, xla_report
 from shardkit.lowering import LoweredModule, ShapeDtypeStruct
 from shardkit.mesh import is_local
@@ -47,6 +48,7 @@ class Compiled:
         "_donated",
         "_effects",
         "_local_devices",
+        "_last",
     )
 
     def __init__(self, lowered: LoweredModule, executable: Any):
@@ -87,6 +89,7 @@ class Compiled:
         self._donated = tuple(i for i, d in enumerate(lowered.donated) if d)
         self._effects = lowered.effects if lowered.effects.any else None
         self._local_devices = [d for d in devices if is_local(d)]
+        self._last: LastCall | None = None
 
     def _execute_with_effects(self, arguments: list[Any]) -> list[Any]:
         """Runs a program with side effects as jax runs its own: each ordered effect's current token goes in
@@ -142,6 +145,11 @@ class Compiled:
     # -- calling -----------------------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        last = self._last
+        if last is not None:
+            out = last.run(args, kwargs)
+            if out is not MISS:
+                return out
         leaves, tree = flatten_call(args, kwargs)
         if tree != self._lowered.in_tree:
             expected = self._lowered.in_tree
@@ -150,13 +158,15 @@ class Compiled:
                 f"({expected.num_leaves} arrays), but was called with {tree} ({tree.num_leaves} arrays). "
                 "Static arguments are not passed to a Compiled."
             )
-        return self._call_flat(leaves)
+        out = self._call_flat(leaves)
+        self._last = LastCall.of(self, args, kwargs, leaves, tree)
+        return out
 
     def _call_flat(self, leaves: Sequence[Any], trusted: bool = False) -> Any:
-        """Runs on flat argument leaves.
+        """Runs on flat argument leaves; ``trusted``: ``jit`` found this call's ``arguments.call_key`` in its cache.
 
-        ``trusted``: ``jit`` found this call's ``arguments.call_key`` in its cache. Every Python step here is on
-        the dispatch path, so the common cases take the shortest route.
+        ``execute_sharded`` plus ``consume_with_handlers`` is jax's own dispatch path below ``jax.jit``: the
+        outputs come back as global arrays without a per-device Python step.
         """
         arguments = buffers(self._handlers, leaves, trusted)
         if self._effects is None:
@@ -166,6 +176,10 @@ class Compiled:
         for i in self._donated:
             if isinstance(leaves[i], Array) and not leaves[i].is_deleted():
                 leaves[i].delete()
+        return self._outputs(results)
+
+    def _outputs(self, results: list[Any]) -> Any:
+        """The global jaxlib arrays of the outputs as sk.Arrays, in the output tree."""
         if self._single_output:
             s, weak = self._out_info[0]
             return wrap(results[0], s, weak_type=weak)
