@@ -10,7 +10,7 @@ import numpy as np
 
 from shardkit._jaxlib import HloSharding, OpShardingType
 from shardkit.caching import memoize
-from shardkit.mesh import device_refs, lookup_devices
+from shardkit.mesh import check_devices, device_refs, lookup_devices
 from shardkit.sharding.base import Device, Shape, Sharding, check_memory_kind
 
 
@@ -29,11 +29,7 @@ class PositionalSharding(Sharding):
 
     def __init__(self, devices: Sequence[Device] | np.ndarray, *, memory_kind: str | None = None):
         devices = np.asarray(devices, dtype=object) if not isinstance(devices, np.ndarray) else devices
-        if devices.size == 0:
-            raise ValueError(f"PositionalSharding needs at least one device, got {devices!r}.")
-        flat = tuple(devices.flat)
-        if len(set(flat)) != len(flat):
-            raise ValueError(f"PositionalSharding devices must be unique, got {list(flat)}.")
+        flat = check_devices(devices.flat, "PositionalSharding devices")
         ids = np.empty(devices.shape, dtype=object)
         for i, pos in enumerate(np.ndindex(devices.shape)):
             ids[pos] = (i,)
@@ -99,7 +95,14 @@ class PositionalSharding(Sharding):
     def replicate(self, axis: int | None = None, keepdims: bool = True) -> PositionalSharding:
         """Merges the device sets along ``axis`` (all axes when None): those devices then hold copies."""
         union = np.frompyfunc(lambda a, b: tuple(sorted(set(a) | set(b))), 2, 1)
-        axes = range(self.ndim) if axis is None else (axis % self.ndim,)
+        if axis is None:
+            axes: Sequence[int] = range(self.ndim)
+        elif isinstance(axis, (int, np.integer)) and -self.ndim <= axis < self.ndim:
+            axes = (int(axis) % self.ndim,)
+        else:
+            raise np.exceptions.AxisError(
+                f"replicate axis {axis!r} is out of range for a PositionalSharding of shape {self.shape}."
+            )
         merged = self._ids
         for ax in axes:  # the union is not reorderable for numpy, so reduce one axis at a time
             merged = np.asarray(union.reduce(merged, axis=ax, keepdims=True, dtype=object), dtype=object)
