@@ -327,11 +327,20 @@ class Array:
         self._shards = None
 
     def is_deleted(self) -> bool:
-        return self._impl.is_deleted()
+        """Whether the array, or any of this process's pieces of it, has been freed. Deleting one piece
+        (``x.addressable_data(i).delete()``) frees that piece of ``x`` too; jax 0.10 still reports such an array
+        as not deleted, and crashes the process when it is used."""
+        return not alive(self._impl)
 
     def _check_if_deleted(self) -> None:
         if self._impl.is_deleted():
             raise RuntimeError(f"Array has been deleted with shape={_short(self.shape, self.dtype)}.")
+        device = deleted_piece(self)
+        if device is not None:
+            raise RuntimeError(
+                f"Array of shape={_short(self.shape, self.dtype)} has a deleted piece: its buffer on {device} was "
+                "freed (deleting one of its addressable shards' data frees that piece of the Array)."
+            )
 
     def block_until_ready(self) -> Array:
         self._check_if_deleted()
@@ -515,6 +524,23 @@ class Array:
         )
 
 
+_is_deleted = operator.methodcaller("is_deleted")
+
+
+def alive(impl: Any) -> bool:
+    """Whether a global jaxlib array and every one of its device buffers is still allocated (the dispatch path
+    asks before each call: XLA crashes the process on a freed buffer)."""
+    return not (impl.is_deleted() or any(map(_is_deleted, _jaxlib.per_device_arrays(impl))))
+
+
+def deleted_piece(x: Array) -> Device | None:
+    """The local device whose piece of ``x`` was freed while the rest of ``x`` lives on, or None."""
+    for device, buffer in zip(_layout(x._sharding, x.shape).devices, _jaxlib.per_device_arrays(x._impl)):
+        if buffer.is_deleted():
+            return device
+    return None
+
+
 def init(arr: Array, impl: Any, sharding: Sharding, weak_type: bool) -> None:
     arr._impl = impl
     arr._sharding = sharding
@@ -574,6 +600,8 @@ def _single_device(a: Any, i: int) -> tuple[Any, Device]:
         a = a._impl
     if not isinstance(a, jax.Array):
         raise TypeError(f"Per-device array {i} must be a shardkit or jax Array on one device, got {type(a).__name__}.")
+    if a.is_deleted():
+        raise ValueError(f"Per-device array {i} has been deleted.")
     devices = a.devices()
     if len(devices) != 1:
         raise ValueError(
@@ -587,6 +615,8 @@ def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any
     """Validates per-device arrays against the sharding (jax's ``ArrayImpl`` constructor checks) and builds the impl."""
     if not isinstance(sharding, Sharding):
         raise TypeError(f"sharding must be a shardkit Sharding, got {type(sharding).__name__}.")
+    if not isinstance(arrays, (Sequence, np.ndarray)):
+        raise TypeError(f"arrays must be a sequence of single-device arrays, got {arrays!r}.")
     arrays = [_single_device(a, i) for i, a in enumerate(arrays)]
     dtype = _requested_dtype(dtype, arrays[0][0].dtype if arrays else None, "make_array_from_single_device_arrays")
     for a, device in arrays:
@@ -605,15 +635,14 @@ def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any
     if len(by_device) != len(arrays):
         repeated = sorted({d.id for _, d in arrays if sum(d == e for _, e in arrays) > 1})
         raise ValueError(f"Per-device arrays must be on distinct devices, but devices {repeated} hold more than one.")
-    expected_ids = {d.id for d in layout.devices}
-    given_ids = {d.id for d in by_device}
-    if expected_ids != given_ids:
+    expected_devices, given_devices = set(layout.devices), set(by_device)
+    if expected_devices != given_devices:
         msg = "Addressable devices and per-device arrays devices do not match."
-        if expected_ids - given_ids:
-            missing = sorted(expected_ids - given_ids)
+        if expected_devices - given_devices:
+            missing = sorted(d.id for d in expected_devices - given_devices)
             msg += f" Sharding contains devices {missing} that are not present in per-device arrays."
-        if given_ids - expected_ids:
-            extra = sorted(given_ids - expected_ids)
+        if given_devices - expected_devices:
+            extra = sorted(d.id for d in given_devices - expected_devices)
             msg += f" Per-device arrays contain devices {extra} that are not present in the sharding."
         raise ValueError(msg)
     expected = sharding.shard_shape(shape)
@@ -673,10 +702,20 @@ def _requested_dtype(dtype: Any, found: np.dtype | None, fname: str) -> np.dtype
     return dtype
 
 
+@memoize(maxsize=None)
 def _canonical_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a host value of ``dtype`` has on devices: jax's canonical one, in native byte order.
+
+    TypeError for what devices cannot hold (objects, strings, dates, records). A non-native byte order
+    (``>i4`` on a little-endian host) is converted, as numpy's ``astype`` does (jax 0.10 refuses it).
+    """
     if dtype.kind == "O":
         raise TypeError("Arrays of Python objects cannot be placed on devices.")
-    return np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+    native = dtype.newbyteorder("=") if dtype.byteorder in "<>" else dtype
+    canonical = np.dtype(jax.dtypes.canonicalize_dtype(native))
+    if not jax.numpy.isdtype(canonical, ("bool", "numeric")):
+        raise TypeError(f"Arrays of dtype {dtype} cannot be placed on devices: only bool and numeric dtypes can.")
+    return canonical
 
 
 def make_array_from_callback(
@@ -739,6 +778,8 @@ def make_array_from_process_local_data(
         >>> make_array_from_process_local_data(s, local, (16, 32)).addressable_data(0).shape
         (2, 32)
     """
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"sharding must be a shardkit Sharding, got {sharding!r}.")
     local_data = np.asarray(local_data)
     local_shape = local_data.shape
     if global_shape is None:

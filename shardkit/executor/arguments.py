@@ -21,7 +21,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from shardkit.array import Array, asarray, device_put, sharding_mismatch
+from shardkit import _jaxlib
+from shardkit.array import Array, alive, asarray, deleted_piece, device_put, sharding_mismatch
 from shardkit.caching import memoize
 from shardkit.lowering import PY_SCALARS, ShapeDtypeStruct
 from shardkit.sharding import Sharding
@@ -50,8 +51,8 @@ class ArgumentHandler:
             s = x.sharding
             if s is not self.sharding and s != self.sharding and not s.is_equivalent_to(self.sharding, aval.ndim):
                 raise sharding_mismatch(self.path, s, self.sharding)
-            if x.is_deleted():
-                raise ValueError(f"Argument {self.path} has been deleted (was it donated to an earlier call?).")
+            if not alive(x._impl):
+                raise self._deleted(x)
             return x._impl
         if isinstance(x, (np.ndarray, np.generic, jax.Array)) or type(x) in PY_SCALARS:
             dtype = jax.dtypes.canonicalize_dtype(type(x) if type(x) in PY_SCALARS else x.dtype)
@@ -64,6 +65,15 @@ class ArgumentHandler:
             "array or a scalar."
         )
 
+    def _deleted(self, x: Array) -> ValueError:
+        device = None if x._impl.is_deleted() else deleted_piece(x)
+        if device is None:
+            return ValueError(f"Argument {self.path} has been deleted (was it donated to an earlier call?).")
+        return ValueError(
+            f"Argument {self.path} has a deleted piece: its buffer on {device} was freed (deleting one of an "
+            "Array's addressable shards' data frees that piece of the Array)."
+        )
+
     def _mismatch(self, shape: tuple[int, ...], dtype: Any) -> TypeError:
         return TypeError(
             f"Argument {self.path} has shape {tuple(shape)} and dtype {np.dtype(dtype).name}, but the computation "
@@ -73,10 +83,10 @@ class ArgumentHandler:
 
 def buffers(handlers: Sequence[ArgumentHandler], leaves: Sequence[Any], trusted: bool) -> list[Any]:
     """The global jaxlib array of each leaf. ``trusted``: ``call_key`` matched, so an Array leaf only needs to
-    be alive (a buffer deleted by donation crashes jaxlib)."""
+    be alive, every device buffer of it (XLA crashes the process on a freed buffer)."""
     if trusted:
         return [
-            x._impl if (type(x) is Array or isinstance(x, Array)) and not x._impl.is_deleted() else h(x)
+            x._impl if (type(x) is Array or isinstance(x, Array)) and alive(x._impl) else h(x)
             for h, x in zip(handlers, leaves)
         ]
     return [h(x) for h, x in zip(handlers, leaves)]
@@ -129,4 +139,35 @@ def leaf_paths(tree: Any) -> list[str]:
     for path, _ in jax.tree_util.tree_flatten_with_path(dummy)[0]:
         head, rest = path[0].idx, path[1:]
         out.append(("args" if head == 0 else "kwargs") + jax.tree_util.keystr(rest))
+    return out
+
+
+def check_donation(leaves: Sequence[Any], donated: Sequence[int], paths: Sequence[str]) -> None:
+    """ValueError when a donated leaf's device buffers are also another leaf's (the same Array passed twice, or
+    a view of it): XLA would reuse a buffer that the call still reads, and crashes the process."""
+    owner: dict[tuple[Any, int], int] = {}
+    for i in donated:
+        for key in _buffer_keys(leaves[i]):
+            owner.setdefault(key, i)
+    for j, x in enumerate(leaves):
+        for key in _buffer_keys(x):
+            i = owner.get(key, j)
+            if i != j:
+                raise ValueError(
+                    f"Argument {paths[i]} is donated, but its buffer on {key[0]} is also passed as {paths[j]}: a "
+                    "donated buffer is reused for the results, so it cannot be read by the same call. Pass a "
+                    "separate Array there, or do not donate this one."
+                )
+
+
+def _buffer_keys(x: Any) -> list[tuple[Any, int]]:
+    """(device, buffer address) of each live device buffer of an Array or jax Array leaf."""
+    impl = x._impl if isinstance(x, Array) else x if isinstance(x, jax.Array) else None
+    if impl is None or impl.is_deleted():
+        return []
+    out = []
+    for b in _jaxlib.per_device_arrays(impl):
+        if not b.is_deleted():
+            (device,) = b.devices()
+            out.append((device, b.unsafe_buffer_pointer()))
     return out

@@ -16,7 +16,7 @@ import jax
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
 from shardkit.array import Array, jaxlib_sharding, wrap
-from shardkit.executor.arguments import ArgumentHandler, buffers, flatten_call, leaf_paths
+from shardkit.executor.arguments import ArgumentHandler, buffers, check_donation, flatten_call, leaf_paths
 from shardkit.lowering import LoweredModule, ShapeDtypeStruct
 from shardkit.sharding import Sharding, from_hlo
 
@@ -134,6 +134,8 @@ class Compiled:
         ``trusted``: ``jit`` found this call's ``arguments.call_key`` in its cache. Every Python step here is on
         the dispatch path, so the common cases take the shortest route.
         """
+        if self._donated:
+            check_donation(leaves, self._donated, [h.path for h in self._handlers])
         results = _jaxlib.execute(self._executable, buffers(self._handlers, leaves, trusted), self._results)
         for i in self._donated:
             if isinstance(leaves[i], Array) and not leaves[i].is_deleted():
