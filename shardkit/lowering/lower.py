@@ -94,7 +94,11 @@ def _check_sharding_tree(tree: Any, what: str) -> None:
             raise ValueError(f"Unconstrained dims are not allowed when passed to {what}: {s}.")
 
 
-def _argnums(value: int | Sequence[int], what: str) -> tuple[int, ...]:
+def _argnums(value: int | Sequence[int] | None, what: str) -> tuple[int, ...]:
+    if value is None:  # as jax.jit: no such arguments
+        return ()
+    if not isinstance(value, (int, Sequence)):
+        raise TypeError(f"{what} must be an int or a sequence of ints, got {value!r}.")
     nums = (value,) if isinstance(value, int) else tuple(value)
     for n in nums:
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
@@ -277,6 +281,11 @@ class Lowering:
         if config is not None:
             return config
         positions = [i for i in range(len(dyn) + len(self.static_argnums)) if i not in self.static_argnums]
+        if self.donate_argnums and self.donate_argnums[-1] >= len(positions) + len(self.static_argnums):
+            raise ValueError(
+                f"jit of {self.name} has donate_argnums={self.donate_argnums}, but was called with "
+                f"{len(positions) + len(self.static_argnums)} positional arguments."
+            )
         try:
             explicit = _per_leaf(self.in_shardings, dyn)
         except ValueError as e:
