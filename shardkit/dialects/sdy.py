@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy as _sdy
@@ -27,7 +27,28 @@ from shardkit.dialects.hlo_check import MAX_DEVICES
 
 
 def _quote(name: str) -> str:
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """``name`` as MLIR prints a string (``llvm::printEscapedString``): printable ASCII as is, a backslash
+    doubled, every other byte of its UTF-8 (a quote, a tab, ``é``) as ``\\XX``."""
+    if name.isascii() and name.isprintable() and '"' not in name and "\\" not in name:
+        return f'"{name}"'
+    out = []
+    for byte in name.encode():
+        if byte == 0x5C:
+            out.append("\\\\")
+        elif 0x20 <= byte < 0x7F and byte != 0x22:
+            out.append(chr(byte))
+        else:
+            out.append(f"\\{byte:02X}")
+    return '"' + "".join(out) + '"'
+
+
+def _utf8(read: Callable[[], str]) -> str:
+    """A name read from an attribute: MLIR strings are bytes (``"\\FF"`` parses), and the bindings raise a bare
+    RuntimeError for bytes that are not UTF-8."""
+    try:
+        return read()
+    except RuntimeError:
+        raise ValueError("an axis or mesh name in the attribute is not valid UTF-8") from None
 
 
 def _is_int(value: object) -> bool:
@@ -107,7 +128,7 @@ class SdyMesh:
     @classmethod
     def from_attr(cls, attr: ir.Attribute) -> SdyMesh:
         mesh = _sdy.MeshAttr(attr)
-        axes = tuple((a.name, a.size) for a in map(_sdy.MeshAxisAttr, mesh.axes))
+        axes = tuple((_utf8(lambda a=a: a.name), a.size) for a in map(_sdy.MeshAxisAttr, mesh.axes))
         ids = tuple(mesh.device_ids)
         return cls(axes, ids or None)
 
@@ -148,9 +169,9 @@ class SdyAxisRef:
     def from_attr(cls, attr: ir.Attribute) -> SdyAxisRef:
         ref = _sdy.AxisRefAttr(attr)
         if ref.sub_axis_info is None:
-            return cls(ref.name)
+            return cls(_utf8(lambda: ref.name))
         info = _sdy.SubAxisInfoAttr(ref.sub_axis_info)
-        return cls(ref.name, (info.pre_size, info.size))
+        return cls(_utf8(lambda: ref.name), (info.pre_size, info.size))
 
 
 def _axis_refs(names: Sequence[str | SdyAxisRef]) -> tuple[SdyAxisRef, ...]:
@@ -275,7 +296,7 @@ class SdyTensorSharding:
     def from_attr(cls, attr: ir.Attribute) -> SdyTensorSharding:
         t = _sdy.TensorShardingAttr(attr)
         ref = t.mesh_or_ref
-        mesh: MeshRef = ref.value if isinstance(ref, ir.FlatSymbolRefAttr) else SdyMesh.from_attr(ref)
+        mesh: MeshRef = _utf8(lambda: ref.value) if isinstance(ref, ir.FlatSymbolRefAttr) else SdyMesh.from_attr(ref)
         return cls(
             mesh,
             tuple(map(SdyDim.from_attr, t.dimension_shardings)),
