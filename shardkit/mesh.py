@@ -104,6 +104,10 @@ class _MeshShape:
             >>> make_mesh((4, 2), ("x", "y")).to_sdy().body
             '<["x"=4, "y"=2]>'
         """
+        return self._sdy
+
+    @cached_property
+    def _sdy(self) -> SdyMesh:
         return SdyMesh(self.shape_tuple)
 
     def _jax_axis_types(self) -> tuple[Any, ...]:

@@ -281,7 +281,7 @@ def test_gspmd_sharding_positions_fit_the_devices():
 def test_sdy_forms_refuse_what_shardy_forbids():
     with pytest.raises(ValueError, match='axis "a" must have a size of at least 1, got 0'):
         sdy.SdyMesh((("a", 0),))
-    with pytest.raises(ValueError, match=r"names must be unique, but \['a'\] repeat"):
+    with pytest.raises(ValueError, match=r"names must be unique, but 'a' repeats"):
         sdy.SdyMesh((("a", 2), ("a", 2)))
     with pytest.raises(TypeError, match=r"\(str, int\) pairs, got \(3, 2\)"):
         sdy.SdyMesh(((3, 2),))

@@ -64,20 +64,21 @@ class SdyMesh:
 
     def __post_init__(self) -> None:
         """Shardy's rules for a mesh attribute (its parser enforces them; ``MeshAttr.get`` does not)."""
-        axes = tuple(self.axes) if isinstance(self.axes, (tuple, list)) else None
-        if axes is None or not all(isinstance(a, (tuple, list)) and len(a) == 2 for a in axes):
+        if not isinstance(self.axes, (tuple, list)):
             raise TypeError(f"SdyMesh axes must be (name, size) pairs, got {self.axes!r}.")
-        axes = tuple((n, s) for n, s in axes)
-        for name, size in axes:
-            if not isinstance(name, str) or not _is_int(size):
-                raise TypeError(f"SdyMesh axes are (str, int) pairs, got {(name, size)!r} in {axes!r}.")
-            if size < 1:
-                raise ValueError(f"sdy mesh axis {_quote(name)} must have a size of at least 1, got {size}.")
-        names = [n for n, _ in axes]
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise ValueError(f"sdy mesh axis names must be unique, but {repeated} repeat in {axes!r}.")
-        size = math.prod(s for _, s in axes)
+        axes = tuple(a if type(a) is tuple else tuple(a) if isinstance(a, list) else a for a in self.axes)
+        seen: set[str] = set()
+        size = 1
+        for axis in axes:
+            if type(axis) is not tuple or len(axis) != 2 or not isinstance(axis[0], str) or not _is_int(axis[1]):
+                raise TypeError(f"SdyMesh axes are (str, int) pairs, got {axis!r} in {self.axes!r}.")
+            name, n = axis
+            if n < 1:
+                raise ValueError(f"sdy mesh axis {_quote(name)} must have a size of at least 1, got {n}.")
+            if name in seen:
+                raise ValueError(f"sdy mesh axis names must be unique, but {name!r} repeats in {axes!r}.")
+            seen.add(name)
+            size *= n
         if size > MAX_DEVICES:
             raise ValueError(f"sdy mesh {axes!r} has {size} positions; at most {MAX_DEVICES} are supported.")
         object.__setattr__(self, "axes", axes)
