@@ -400,11 +400,22 @@ def test_abstract_mesh_pickles_with_its_axis_types():
 ARRAY_CRASHES = {
     "array-crash-96": (
         "a = fresh(); f2 = sk.jit(lambda a, b: a + b, donate_argnums=(0, 1)); f2(a, a)",
-        r"ValueError: Argument args\[0\] is donated, but its buffer on cpu:0 is also passed as args\[1\]",
+        r"ValueError: Argument args\[0\] is donated, but the same array is also passed as args\[1\]",
     ),
     "donated once, read twice": (
         "a = fresh(); sk.jit(lambda a, b: a + b, donate_argnums=0)(a, a)",
-        r"ValueError: Argument args\[0\] is donated, but its buffer",
+        r"ValueError: Argument args\[0\] is donated, but the same array is also passed as args\[1\]",
+    ),
+    "donated, and a reshard that kept its pieces passed too": (
+        "a = fresh(); b = sk.device_put(a, sk.GSPMDSharding(devs, '{devices=[4,2]0,1,2,3,5,4,6,7}'))\n"
+        "sk.jit(lambda a, b: a + b, donate_argnums=0)(a, b)",
+        r"ValueError: Argument args\[0\] is donated, but its buffer on cpu:0 is also passed as args\[1\]",
+    ),
+    "a reshard that kept pieces of an array deleted since": (
+        "a = sk.device_put(np.ones((8, 4), np.float32), NS(mesh, P('x')))\n"
+        "b = sk.device_put(a, sk.GSPMDSharding(devs, '{devices=[4,1,2]2,1,0,3,4,5,6,7 last_tile_dim_replicate}'))\n"
+        "a.delete(); sk.jit(lambda t: t * 2)(b)",
+        r"ValueError: Argument args\[0\] has a deleted piece: its buffer on cpu:1 was freed",
     ),
     "donated, and its jax view passed too": (
         "a = fresh(); sk.jit(lambda a, b: a + b, donate_argnums=1)(a.to_jax(), a)",

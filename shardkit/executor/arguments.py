@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from shardkit import _jaxlib
-from shardkit.array import Array, alive, asarray, deleted_piece, device_put, sharding_mismatch
+from shardkit.array import Array, alive, asarray, deleted_piece, device_put, sharding_mismatch, shared
 from shardkit.caching import memoize
 from shardkit.lowering import PY_SCALARS, ShapeDtypeStruct
 from shardkit.sharding import Sharding
@@ -144,26 +144,53 @@ def leaf_paths(tree: Any) -> list[str]:
 
 def check_donation(leaves: Sequence[Any], donated: Sequence[int], paths: Sequence[str]) -> None:
     """ValueError when a donated leaf's device buffers are also another leaf's (the same Array passed twice, or
-    a view of it): XLA would reuse a buffer that the call still reads, and crashes the process."""
-    owner: dict[tuple[Any, int], int] = {}
+    a view of it): XLA would reuse a buffer that the call still reads, and crashes the process.
+
+    The same global array is found by identity; distinct arrays can hold the same buffers only when one was
+    made from the other's (``array.share`` records those, and a jax Array leaf may be anything), so only
+    such leaves have their buffer addresses compared.
+    """
+    impls = [_impl_of(x) for x in leaves]
+    owner: dict[int, int] = {}
     for i in donated:
-        for key in _buffer_keys(leaves[i]):
-            owner.setdefault(key, i)
-    for j, x in enumerate(leaves):
-        for key in _buffer_keys(x):
-            i = owner.get(key, j)
+        if impls[i] is not None:
+            owner.setdefault(id(impls[i]), i)
+    for j, impl in enumerate(impls):
+        i = owner.get(id(impl), j) if impl is not None else j
+        if i != j:
+            raise _donated_twice(paths[i], paths[j], "the same array")
+    maybe = [j for j, (x, impl) in enumerate(zip(leaves, impls)) if impl is not None and _may_share(x, impl)]
+    if len(maybe) < 2 or not any(i in owner.values() for i in maybe):
+        return
+    buffer_owner: dict[tuple[Any, int], int] = {}
+    for i in (i for i in donated if i in maybe):
+        for key in _buffer_keys(impls[i]):
+            buffer_owner.setdefault(key, i)
+    for j in maybe:
+        for key in _buffer_keys(impls[j]):
+            i = buffer_owner.get(key, j)
             if i != j:
-                raise ValueError(
-                    f"Argument {paths[i]} is donated, but its buffer on {key[0]} is also passed as {paths[j]}: a "
-                    "donated buffer is reused for the results, so it cannot be read by the same call. Pass a "
-                    "separate Array there, or do not donate this one."
-                )
+                raise _donated_twice(paths[i], paths[j], f"its buffer on {key[0]}")
 
 
-def _buffer_keys(x: Any) -> list[tuple[Any, int]]:
-    """(device, buffer address) of each live device buffer of an Array or jax Array leaf."""
-    impl = x._impl if isinstance(x, Array) else x if isinstance(x, jax.Array) else None
-    if impl is None or impl.is_deleted():
+def _impl_of(x: Any) -> Any:
+    return x._impl if isinstance(x, Array) else x if isinstance(x, jax.Array) else None
+
+
+def _may_share(x: Any, impl: Any) -> bool:
+    return not isinstance(x, Array) or shared(impl)
+
+
+def _donated_twice(donated: str, other: str, what: str) -> ValueError:
+    return ValueError(
+        f"Argument {donated} is donated, but {what} is also passed as {other}: a donated buffer is reused for the "
+        "results, so it cannot be read by the same call. Pass a separate Array there, or do not donate this one."
+    )
+
+
+def _buffer_keys(impl: Any) -> list[tuple[Any, int]]:
+    """(device, buffer address) of each live device buffer of a global jaxlib array."""
+    if impl.is_deleted():
         return []
     out = []
     for b in _jaxlib.per_device_arrays(impl):
