@@ -15,6 +15,7 @@ import collections
 import contextlib
 import enum
 import math
+import operator
 import threading
 from collections.abc import Sequence
 from functools import cached_property
@@ -287,17 +288,19 @@ def check_devices(devices: Sequence[Any], what: str) -> tuple[Any, ...]:
     devices = tuple(devices)
     if not devices:
         raise ValueError(f"{what} must name at least one device, got none.")
-    first = devices[0]
-    for i, d in enumerate(devices):
-        if not _is_device(d):
-            raise TypeError(
-                f"{what} must be jax Devices (such as jax.devices()[0]), but entry {i} is {d!r} ({type(d).__name__})."
-            )
-        if d.client != first.client:
-            raise ValueError(
-                f"{what} mix backends (clients): entry 0 is {first} ({first.platform}) and entry {i} is {d} "
-                f"({d.platform}); one computation runs on the devices of one client."
-            )
+    # Set-wise first (a mesh may have thousands of devices); the loops below only name the culprit.
+    if not all(issubclass(t, _device_type()) for t in set(map(type, devices))):
+        i, d = next((i, d) for i, d in enumerate(devices) if not _is_device(d))
+        raise TypeError(
+            f"{what} must be jax Devices (such as jax.devices()[0]), but entry {i} is {d!r} ({type(d).__name__})."
+        )
+    if len(set(map(_CLIENT, devices))) > 1:
+        first = devices[0]
+        i, d = next((i, d) for i, d in enumerate(devices) if d.client != first.client)
+        raise ValueError(
+            f"{what} mix backends (clients): entry 0 is {first} ({first.platform}) and entry {i} is {d} "
+            f"({d.platform}); one computation runs on the devices of one client."
+        )
     if len(set(devices)) != len(devices):
         seen: set[Any] = set()
         repeated = [d for d in devices if d in seen or seen.add(d)]
@@ -312,10 +315,17 @@ def check_device(device: Any, what: str) -> Any:
     return device
 
 
-def _is_device(value: Any) -> bool:
+def _device_type() -> type:
     import jax
 
-    return isinstance(value, jax.Device)
+    return jax.Device
+
+
+def _is_device(value: Any) -> bool:
+    return isinstance(value, _device_type())
+
+
+_CLIENT = operator.attrgetter("client")
 
 
 def device_refs(devices: Sequence[Any]) -> tuple[tuple[str, int], ...]:
