@@ -55,6 +55,8 @@ def donation(
     a donor. A donated argument with no such result becomes a donor when some unclaimed result's piece has
     the same size, or, on several devices, when some result's sharding is left to the compiler.
     """
+    if not any(donated):
+        return (None,) * len(in_avals), (False,) * len(in_avals)
     in_pieces = [_piece(a, s) for a, s in zip(in_avals, in_shardings)]
     out_pieces = [_piece(a, s) for a, s in zip(out_avals, out_shardings)]
     pending: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
