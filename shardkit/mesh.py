@@ -15,6 +15,7 @@ import collections
 import contextlib
 import enum
 import math
+import operator
 import threading
 from collections.abc import Sequence
 from functools import cached_property
@@ -38,6 +39,8 @@ class AxisType(enum.Enum):
 
 
 def _canonical_axis_names(axis_names: str | Sequence[str]) -> tuple[str, ...]:
+    if not isinstance(axis_names, (str, Sequence, np.ndarray)):
+        raise TypeError(f"axis_names must be a str or a sequence of str, got {axis_names!r}.")
     names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
     for name in names:
         if not isinstance(name, str):
@@ -102,6 +105,10 @@ class _MeshShape:
             >>> make_mesh((4, 2), ("x", "y")).to_sdy().body
             '<["x"=4, "y"=2]>'
         """
+        return self._sdy
+
+    @cached_property
+    def _sdy(self) -> SdyMesh:
         return SdyMesh(self.shape_tuple)
 
     def _jax_axis_types(self) -> tuple[Any, ...]:
@@ -163,12 +170,14 @@ class Mesh(_MeshShape, contextlib.ContextDecorator):
         mesh = _MESHES.get(key)
         if mesh is not None:
             return mesh
-        if len(set(flat)) != len(flat):
-            seen: set[Any] = set()
-            repeated = [d for d in flat if d in seen or seen.add(d)]
-            raise ValueError(
-                f"Mesh devices must be unique, but {sorted(set(repeated), key=str)} appear more than once."
-            )
+        if names:
+            for name, size in zip(names, devices.shape):
+                if size == 0:
+                    raise ValueError(
+                        f"Mesh axis {name!r} has size 0 in devices of shape {devices.shape}: every axis "
+                        "needs at least one device."
+                    )
+            check_devices(flat, "Mesh devices")
         mesh = super().__new__(cls)
         frozen = np.empty(devices.shape, dtype=object)
         if flat:
@@ -286,6 +295,61 @@ def _unpickle_mesh(refs: tuple, sizes: tuple[int, ...], names: tuple[str, ...], 
     return Mesh(grid.reshape(sizes), names, axis_types=types)
 
 
+def check_devices(devices: Sequence[Any], what: str) -> tuple[Any, ...]:
+    """``devices`` as a tuple once each is a jax Device, all of one backend and none repeated.
+
+    TypeError naming ``what`` and the entry for anything that is not a Device (an int, a str, None); ValueError
+    for no devices, a repeated device, or devices of two backends (one computation runs on one client).
+
+    Examples:
+        >>> check_devices([jax.devices()[0], 1], "Mesh devices")
+        Traceback (most recent call last):
+        ...
+        TypeError: Mesh devices must be jax Devices (such as jax.devices()[0]), but entry 1 is 1 (int).
+    """
+    devices = tuple(devices)
+    if not devices:
+        raise ValueError(f"{what} must name at least one device, got none.")
+    # Set-wise first (a mesh may have thousands of devices); the loops below only name the culprit.
+    if not all(issubclass(t, _device_type()) for t in set(map(type, devices))):
+        i, d = next((i, d) for i, d in enumerate(devices) if not _is_device(d))
+        raise TypeError(
+            f"{what} must be jax Devices (such as jax.devices()[0]), but entry {i} is {d!r} ({type(d).__name__})."
+        )
+    if len(set(map(_CLIENT, devices))) > 1:
+        first = devices[0]
+        i, d = next((i, d) for i, d in enumerate(devices) if d.client != first.client)
+        raise ValueError(
+            f"{what} mix backends (clients): entry 0 is {first} ({first.platform}) and entry {i} is {d} "
+            f"({d.platform}); one computation runs on the devices of one client."
+        )
+    if len(set(devices)) != len(devices):
+        seen: set[Any] = set()
+        repeated = [d for d in devices if d in seen or seen.add(d)]
+        raise ValueError(f"{what} must be unique, but {sorted(set(repeated), key=str)} appear more than once.")
+    return devices
+
+
+def check_device(device: Any, what: str) -> Any:
+    """``device`` once it is a jax Device; TypeError naming ``what`` otherwise."""
+    if not _is_device(device):
+        raise TypeError(f"{what} must be a jax Device (such as jax.devices()[0]), got {device!r}.")
+    return device
+
+
+def _device_type() -> type:
+    import jax
+
+    return jax.Device
+
+
+def _is_device(value: Any) -> bool:
+    return isinstance(value, _device_type())
+
+
+_CLIENT = operator.attrgetter("client")
+
+
 def device_refs(devices: Sequence[Any]) -> tuple[tuple[str, int], ...]:
     """(platform, id) per device: how pickles name devices, since jaxlib Device objects do not pickle."""
     return tuple((d.platform, d.id) for d in devices)
@@ -360,6 +424,8 @@ class AbstractMesh(_MeshShape):
         *,
         axis_types: AxisType | Sequence[AxisType] | None = None,
     ) -> AbstractMesh:
+        if not isinstance(axis_sizes, (Sequence, np.ndarray)):
+            raise TypeError(f"AbstractMesh axis_sizes must be a sequence, got {axis_sizes!r}.")
         if axis_names is None:
             pairs = tuple(axis_sizes)
             if not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
@@ -389,10 +455,7 @@ class AbstractMesh(_MeshShape):
         return mesh
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (AbstractMesh, (self.axis_sizes, self.axis_names), {"axis_types": self.axis_types})
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        pass  # interned: the constructor already restored everything
+        return (_unpickle_abstract_mesh, (self.axis_sizes, self.axis_names, self.axis_types))
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -464,6 +527,12 @@ def mesh_from_jax(mesh: Any) -> Mesh | AbstractMesh:
     return Mesh.from_jax(mesh) if isinstance(mesh, jax.sharding.Mesh) else AbstractMesh.from_jax(mesh)
 
 
+def _unpickle_abstract_mesh(
+    sizes: tuple[int, ...], names: tuple[str, ...], types: tuple[AxisType, ...]
+) -> AbstractMesh:
+    return AbstractMesh(sizes, names, axis_types=types)
+
+
 @memoize(maxsize=256)
 def _bound(mesh: AbstractMesh, devices: tuple[Any, ...]) -> Mesh:
     if len(devices) != mesh.size:
@@ -502,8 +571,14 @@ def make_mesh(
         >>> make_mesh((4, 2), ("x", "y")).shape_tuple
         (('x', 4), ('y', 2))
     """
+    if not isinstance(axis_shapes, (Sequence, np.ndarray)) or not all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in axis_shapes
+    ):
+        raise TypeError(f"make_mesh axis_shapes must be a sequence of ints, got {axis_shapes!r}.")
     axis_shapes = tuple(int(s) for s in axis_shapes)
     names = _canonical_axis_names(axis_names)
+    if any(s < 1 for s in axis_shapes):
+        raise ValueError(f"make_mesh axis sizes must be positive, got {axis_shapes!r} for axes {names!r}.")
     if len(axis_shapes) != len(names):
         raise ValueError(
             f"make_mesh got {len(axis_shapes)} axis sizes {axis_shapes!r} for {len(names)} names {names!r}."
@@ -512,6 +587,8 @@ def make_mesh(
         import jax
 
         devices = jax.devices()
+    if not isinstance(devices, (Sequence, np.ndarray)):
+        raise TypeError(f"make_mesh devices must be a sequence of jax Devices, got {devices!r}.")
     devices = list(devices)
     need = math.prod(axis_shapes)
     if need > len(devices):

@@ -124,6 +124,8 @@ class PartitionSpec(tuple):
 
     def axes_of(self, dim: int) -> tuple[AxisName, ...]:
         """The mesh axes that shard dimension ``dim``, major to minor (empty when unsharded)."""
+        if not isinstance(dim, int) or dim < 0:
+            raise ValueError(f"axes_of takes a dimension index, a non-negative int; got {dim!r}.")
         entry = self[dim] if dim < len(self) else None
         if entry is None or entry is UNCONSTRAINED:
             return ()

@@ -25,7 +25,7 @@ def test_sdy_text_without_a_context():
     assert str(sdy.SdyAxisRef("x", (1, 2))) == '"x":(1)2'
     assert str(sdy.SdyMesh((("x", 4), ("y", 2)), tuple(range(8)))) == '#sdy.mesh<["x"=4, "y"=2]>'  # iota ids dropped
     assert sdy.SdyMesh((), (3,)).body == "<[], device_ids=[3]>"
-    with pytest.raises(ValueError, match="8 positions but 2 device_ids"):
+    with pytest.raises(ValueError, match="has 8 positions, so its device_ids must list each of 0..7 once"):
         sdy.SdyMesh((("x", 4), ("y", 2)), (0, 1))
 
 

@@ -148,6 +148,23 @@ PROGRAMS = [
         donate=(0,),
     ),
     Program("donate_unspecified", lambda w: lambda x: x * 2, [((8, 4), F32, ns("x"))], donate=(0,)),
+    # Global shapes match but pieces do not ((2, 4) against (4, 4)): no alias (XLA refuses one; fuzz finding).
+    Program(
+        "donate_other_pieces",
+        lambda w: lambda x: x * 2,
+        [((8, 4), F32, ns("x"))],
+        in_shardings=ns("x"),
+        out_shardings=ns("y"),
+        donate=(0,),
+    ),
+    Program(
+        "donate_same_pieces",
+        lambda w: lambda x: x.T,
+        [((8, 4), F32, ns("x", "y"))],
+        in_shardings=ns("x", "y"),
+        out_shardings=ns("y", "x"),
+        donate=(0,),
+    ),
     Program("static_arg", lambda w: lambda x, n: x**n, [((8, 4), F32, ns("x")), Static(3)]),
     Program(
         "numpy_in_explicit",

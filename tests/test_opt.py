@@ -285,19 +285,40 @@ def test_deep_nesting_is_an_error_not_a_stack_overflow():
     assert opt(stdin='module attributes {test.a = "' + "[" * 5000 + '"} {}')[0] == 0  # in a string: no nesting
 
 
-def test_output_that_does_not_parse_back_is_an_error(tmp_path):
-    # import-gspmd builds this mesh from a GSPMD device list with a repeated id; MLIR prints it but refuses to
-    # parse it back, so the result is reported instead of written.
+def test_gspmd_device_list_with_a_repeated_id_is_an_error_at_its_argument():
     text = (
         'func.func @main(%arg0: tensor<8x8xf32> {mhlo.sharding = "{devices=[4,2]7,6,7,4,3,2,1,0}"}) '
         "-> tensor<8x8xf32> {\n  return %arg0 : tensor<8x8xf32>\n}\n"
     )
     code, out, err = opt("-p", "import-gspmd", stdin=text)
     assert (code, out) == (1, "")
-    assert err == (
-        "<stdin>: error: 'sdy.mesh' op attribute 'mesh' prints as #sdy.mesh<[\"_axis_0\"=4, \"_axis_1\"=2], "
-        "device_ids=[7, 6, 7, 4, 3, 2, 1, 0]>, which does not parse back: sorted device ids must be "
-        "iota(product(axes)), got: 0, 1, 2, 3, 4, 6, 7, 7\n"
+    assert err.startswith(
+        "<stdin>:1:1: error: 'func.func' op arg 0 - cannot import mhlo.sharding {devices=[4,2]7,6,7,4,3,2,1,0}: "
+        "cannot parse HLO sharding '{devices=[4,2]7,6,7,4,3,2,1,0}': at column 2: a tile assignment of shape [4, 2] "
+        "must list each device 0..7 exactly once, got [7, 6, 7, 4, 3, 2, 1, 0]\n"
+    )
+
+
+def test_output_that_does_not_parse_back_is_an_error():
+    # A pass that builds an attribute MLIR prints but refuses to parse back (jaxlib's MeshAttr.get takes any
+    # device ids) must not have its result written: each op holding such an attribute gets the error.
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import sdy
+
+    from shardkit.dialects import context
+    from shardkit.tools.opt import _does_not_parse_back
+
+    ctx = context()
+    with ctx, ir.Location.unknown():
+        module = ir.Module.parse('sdy.mesh @m = <["x"=4]>')
+        (mesh_op,) = module.body.operations
+        axes = [sdy.MeshAxisAttr.get("x", 4)]
+        mesh_op.attributes["mesh"] = sdy.MeshAttr.get(axes, device_ids=[0, 1, 1, 3])
+        (diag,) = _does_not_parse_back(str(module), module, ctx, "in.mlir")
+    assert diag.severity == "error"
+    assert diag.message == (
+        "'sdy.mesh' op attribute 'mesh' prints as #sdy.mesh<[\"x\"=4], device_ids=[0, 1, 1, 3]>, which does not parse "
+        "back: sorted device ids must be iota(product(axes)), got: 0, 1, 1, 3"
     )
 
 

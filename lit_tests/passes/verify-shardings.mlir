@@ -54,7 +54,7 @@ module attributes {mhlo.num_partitions = 4 : i32} {
   sdy.mesh @mesh = <["x"=4]>
   // expected-error @+4 {{'func.func' op arg 0 - invalid mhlo.sharding '{bogus}'}}
   // expected-error @+3 {{'func.func' op arg 1 - mhlo.sharding {devices=[2,2]<=[4]} tiles 2 dimensions, but the value has rank 1}}
-  // expected-error @+2 {{'func.func' op arg 2 - mhlo.sharding {devices=[4]0,1,0,0} names devices [0] more than once}}
+  // expected-error @+2 {{'func.func' op arg 2 - invalid mhlo.sharding '{devices=[4]0,1,0,0}': at column 2: a tile assignment of shape [4] must list each device 0..3 exactly once, got [0, 1, 0, 0]}}
   // expected-error @+1 {{'func.func' op arg 3 - has both sdy.sharding and mhlo.sharding}}
   func.func @strings(%arg0: tensor<8xf32> {mhlo.sharding = "{bogus}"},
                      %arg1: tensor<8xf32> {mhlo.sharding = "{devices=[2,2]<=[4]}"},

@@ -17,6 +17,7 @@ from jaxlib.mlir import ir
 
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
+from shardkit.dialects import hlo_check
 
 _REPLICATED = _jaxlib.OpShardingType.REPLICATED
 
@@ -34,6 +35,15 @@ def tile(mesh_axes: Sequence[tuple[str, int]], dim_axes: Sequence[Sequence[str]]
         >>> tile((("x", 4), ("y", 2)), ((), ("x",)))
         {devices=[1,4,2]<=[8] last_tile_dim_replicate}
     """
+    sizes = dict(mesh_axes)
+    if len(sizes) != len(mesh_axes) or not all(isinstance(s, int) and s >= 1 for s in sizes.values()):
+        raise ValueError(f"mesh axes must be distinct names with positive int sizes, got {tuple(mesh_axes)}")
+    used = [n for axes in dim_axes for n in axes]
+    for name in used:
+        if name not in sizes:
+            raise ValueError(f"axis {name!r} is not an axis of the mesh {tuple(mesh_axes)}")
+        if used.count(name) > 1:
+            raise ValueError(f"axis {name!r} shards more than one dimension (or one twice) in {tuple(dim_axes)}")
     kept = [(n, s) for n, s in mesh_axes if s != 1]
     position = {n: i for i, (n, _) in enumerate(kept)}
     dims = [1] * len(dim_axes)
@@ -82,8 +92,13 @@ def equivalent(a: HloSharding, b: HloSharding) -> bool:
 def tiling(hlo: HloSharding, ndim: int) -> tuple[list[int], int] | None:
     """(tiles per dimension, copies per tile) of a rank-``ndim`` value, or None when it is replicated.
 
-    Raises ValueError for subgroups other than replication, and for a tiling of another rank.
+    Raises ValueError for tuple, manual, unknown and unreduced shardings (they tile nothing; asking XLA for a
+    tuple's tiles aborts), for subgroups other than replication, and for a tiling of another rank.
     """
+    if hlo.tuple_elements():
+        raise ValueError(f"HLO sharding {hlo} is a tuple sharding; one value has one sharding.")
+    if hlo.is_manual() or hlo.is_unknown() or hlo.is_unreduced():
+        raise ValueError(f"HLO sharding {hlo} describes no tiling (manual, unknown and unreduced shardings have none).")
     if is_replicated(hlo):
         return None
     dims = hlo.tile_assignment_dimensions()
@@ -100,7 +115,7 @@ def tiling(hlo: HloSharding, ndim: int) -> tuple[list[int], int] | None:
 
 
 class HloParseError(ValueError):
-    """An HLO sharding string that XLA cannot parse; ``text`` is the string, ``reason`` XLA's explanation."""
+    """An HLO sharding string that is malformed; ``text`` is the string, ``reason`` what is wrong (and where)."""
 
     def __init__(self, text: str, reason: str):
         super().__init__(f"Cannot parse HLO sharding {text!r}: {reason}")
@@ -108,11 +123,48 @@ class HloParseError(ValueError):
 
 
 def parse(text: str) -> HloSharding:
-    """The HloSharding printed as ``text``; HloParseError (a ValueError) when XLA cannot parse it."""
+    """The HloSharding printed as ``text``; HloParseError (a ValueError) when it is malformed.
+
+    The text is checked first (``hlo_check``: XLA's parser aborts the process on much malformed text), so
+    only a well-formed sharding reaches jaxlib.
+
+    Examples:
+        >>> parse("{devices=[4,2]<=[2]}")
+        Traceback (most recent call last):
+        ...
+        shardkit.dialects.mhlo.HloParseError: Cannot parse HLO sharding '{devices=[4,2]<=[2]}': ... product is 8 ...
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"An HLO sharding string must be a str, got {type(text).__name__}.")
     try:
+        hlo_check.check_text(text)
         return HloSharding.from_string(text)
-    except Exception as e:  # jaxlib raises its own error type; callers get a ValueError
+    except Exception as e:  # the check's ValueError, or jaxlib's own error type for what its parser reports
         raise HloParseError(text, str(e)) from None
+
+
+def checked(hlo: HloSharding | _jaxlib.OpSharding) -> HloSharding:
+    """``hlo`` once it is known to be well formed: an HloSharding (its text is checked, as ``parse`` checks) or
+    an ``OpSharding`` proto (checked field by field, then converted). ValueError naming what is wrong.
+
+    jaxlib builds HloShardings from text and protos without checking them, and using a malformed one aborts the
+    process, so every HloSharding a user hands to shardkit comes through here.
+    """
+    if isinstance(hlo, HloSharding):
+        try:
+            hlo_check.check_text(repr(hlo))
+        except ValueError as e:
+            raise ValueError(f"HLO sharding {hlo!r} is malformed: {e}") from None
+        return hlo
+    if isinstance(hlo, _jaxlib.OpSharding):
+        try:
+            hlo_check.check_proto(hlo)
+            return _jaxlib.hlo_from_proto(hlo)
+        except ValueError as e:
+            raise ValueError(f"OpSharding proto is malformed: {e}") from None
+        except Exception as e:  # jaxlib's own error type
+            raise ValueError(f"OpSharding proto is malformed: {e}") from None
+    raise TypeError(f"Expected an HloSharding or OpSharding, got {type(hlo).__name__}.")
 
 
 def build(hlo: HloSharding) -> ir.StringAttr:

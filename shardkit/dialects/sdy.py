@@ -16,17 +16,43 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy as _sdy
 
 from shardkit._jaxlib import HloSharding
 from shardkit.dialects import mhlo
+from shardkit.dialects.hlo_check import MAX_DEVICES
 
 
 def _quote(name: str) -> str:
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """``name`` as MLIR prints a string (``llvm::printEscapedString``): printable ASCII as is, a backslash
+    doubled, every other byte of its UTF-8 (a quote, a tab, ``é``) as ``\\XX``."""
+    if name.isascii() and name.isprintable() and '"' not in name and "\\" not in name:
+        return f'"{name}"'
+    out = []
+    for byte in name.encode():
+        if byte == 0x5C:
+            out.append("\\\\")
+        elif 0x20 <= byte < 0x7F and byte != 0x22:
+            out.append(chr(byte))
+        else:
+            out.append(f"\\{byte:02X}")
+    return '"' + "".join(out) + '"'
+
+
+def _utf8(read: Callable[[], str]) -> str:
+    """A name read from an attribute: MLIR strings are bytes (``"\\FF"`` parses), and the bindings raise a bare
+    RuntimeError for bytes that are not UTF-8."""
+    try:
+        return read()
+    except RuntimeError:
+        raise ValueError("an axis or mesh name in the attribute is not valid UTF-8") from None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -37,12 +63,41 @@ class SdyMesh:
     device_ids: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.device_ids is not None:
-            size = math.prod(s for _, s in self.axes)
-            if len(self.device_ids) != size:
-                raise ValueError(f"sdy mesh {self.body} has {size} positions but {len(self.device_ids)} device_ids.")
-            if self.axes and list(self.device_ids) == list(range(size)):
-                object.__setattr__(self, "device_ids", None)
+        """Shardy's rules for a mesh attribute (its parser enforces them; ``MeshAttr.get`` does not)."""
+        if not isinstance(self.axes, (tuple, list)):
+            raise TypeError(f"SdyMesh axes must be (name, size) pairs, got {self.axes!r}.")
+        axes = tuple(a if type(a) is tuple else tuple(a) if isinstance(a, list) else a for a in self.axes)
+        seen: set[str] = set()
+        size = 1
+        for axis in axes:
+            if type(axis) is not tuple or len(axis) != 2 or not isinstance(axis[0], str) or not _is_int(axis[1]):
+                raise TypeError(f"SdyMesh axes are (str, int) pairs, got {axis!r} in {self.axes!r}.")
+            name, n = axis
+            if n < 1:
+                raise ValueError(f"sdy mesh axis {_quote(name)} must have a size of at least 1, got {n}.")
+            if name in seen:
+                raise ValueError(f"sdy mesh axis names must be unique, but {name!r} repeats in {axes!r}.")
+            seen.add(name)
+            size *= n
+        if size > MAX_DEVICES:
+            raise ValueError(f"sdy mesh {axes!r} has {size} positions; at most {MAX_DEVICES} are supported.")
+        object.__setattr__(self, "axes", axes)
+        ids = self.device_ids
+        if ids is not None:
+            if not isinstance(ids, (tuple, list)) or not all(_is_int(i) for i in ids):
+                raise TypeError(f"SdyMesh device_ids must be a sequence of ints or None, got {ids!r}.")
+            ids = tuple(ids)
+            if not axes:
+                if len(ids) > 1 or any(i < 0 or i >= MAX_DEVICES for i in ids):
+                    raise ValueError(f"a mesh without axes takes one device id in 0..{MAX_DEVICES - 1}, got {ids}.")
+            elif sorted(ids) != list(range(size)):
+                raise ValueError(
+                    f"sdy mesh {SdyMesh(axes).body} has {size} positions, so its device_ids must list each of "
+                    f"0..{size - 1} once, got {list(ids)}."
+                )
+            object.__setattr__(
+                self, "device_ids", None if not ids or (axes and list(ids) == list(range(size))) else ids
+            )
 
     @property
     def body(self) -> str:
@@ -74,7 +129,7 @@ class SdyMesh:
     @classmethod
     def from_attr(cls, attr: ir.Attribute) -> SdyMesh:
         mesh = _sdy.MeshAttr(attr)
-        axes = tuple((a.name, a.size) for a in map(_sdy.MeshAxisAttr, mesh.axes))
+        axes = tuple((_utf8(lambda a=a: a.name), a.size) for a in map(_sdy.MeshAxisAttr, mesh.axes))
         ids = tuple(mesh.device_ids)
         return cls(axes, ids or None)
 
@@ -86,10 +141,27 @@ class SdyAxisRef:
     name: str
     sub: tuple[int, int] | None = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise TypeError(f"SdyAxisRef name must be a str, got {self.name!r}.")
+        if self.sub is not None:
+            if not isinstance(self.sub, (tuple, list)) or len(self.sub) != 2 or not all(map(_is_int, self.sub)):
+                raise TypeError(f"SdyAxisRef sub must be None or (pre_size, size) ints, got {self.sub!r}.")
+            object.__setattr__(self, "sub", tuple(self.sub))
+
     def __str__(self) -> str:
         return _quote(self.name) + ("" if self.sub is None else f":({self.sub[0]}){self.sub[1]}")
 
+    def check(self) -> None:
+        """Shardy's rules for a sub-axis that need no mesh: pre-size at least 1, size greater than 1."""
+        if self.sub is not None and (self.sub[0] < 1 or self.sub[1] <= 1 or self.sub[0] * self.sub[1] > MAX_DEVICES):
+            raise ValueError(
+                f"sub-axis {self} needs a pre-size of at least 1 and a size greater than 1 (product at most "
+                f"{MAX_DEVICES})."
+            )
+
     def build(self) -> _sdy.AxisRefAttr:
+        self.check()
         if self.sub is None:
             return _sdy.AxisRefAttr.get(self.name)
         return _sdy.AxisRefAttr.get(self.name, _sdy.SubAxisInfoAttr.get(*self.sub))
@@ -98,12 +170,14 @@ class SdyAxisRef:
     def from_attr(cls, attr: ir.Attribute) -> SdyAxisRef:
         ref = _sdy.AxisRefAttr(attr)
         if ref.sub_axis_info is None:
-            return cls(ref.name)
+            return cls(_utf8(lambda: ref.name))
         info = _sdy.SubAxisInfoAttr(ref.sub_axis_info)
-        return cls(ref.name, (info.pre_size, info.size))
+        return cls(_utf8(lambda: ref.name), (info.pre_size, info.size))
 
 
 def _axis_refs(names: Sequence[str | SdyAxisRef]) -> tuple[SdyAxisRef, ...]:
+    if isinstance(names, str) or not isinstance(names, (tuple, list)):
+        raise TypeError(f"Axes are a sequence of axis names or SdyAxisRefs, got {names!r}.")
     return tuple(n if isinstance(n, SdyAxisRef) else SdyAxisRef(n) for n in names)
 
 
@@ -117,6 +191,10 @@ class SdyDim:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "axes", _axis_refs(self.axes))
+        if not isinstance(self.is_open, bool):
+            raise TypeError(f"SdyDim is_open must be a bool, got {self.is_open!r}.")
+        if self.priority is not None and (not _is_int(self.priority) or not 0 <= self.priority < 2**63):
+            raise ValueError(f"SdyDim priority must be None or an int in 0..2**63-1, got {self.priority!r}.")
 
     def __str__(self) -> str:
         parts = [str(a) for a in self.axes] + (["?"] if self.is_open else [])
@@ -147,9 +225,45 @@ class SdyTensorSharding:
     unreduced: tuple[SdyAxisRef, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.mesh, str):
+            if not self.mesh:
+                raise ValueError("SdyTensorSharding's mesh symbol name must not be empty.")
+        elif not isinstance(self.mesh, SdyMesh):
+            raise TypeError(f"SdyTensorSharding's mesh must be a symbol name or an SdyMesh, got {self.mesh!r}.")
+        if not isinstance(self.dims, (tuple, list)) or not all(isinstance(d, SdyDim) for d in self.dims):
+            raise TypeError(f"SdyTensorSharding dims must be a sequence of SdyDim, got {self.dims!r}.")
         object.__setattr__(self, "dims", tuple(self.dims))
         object.__setattr__(self, "replicated", _axis_refs(self.replicated))
         object.__setattr__(self, "unreduced", _axis_refs(self.unreduced))
+
+    @property
+    def axis_refs(self) -> tuple[SdyAxisRef, ...]:
+        """Every axis the sharding uses: its dimensions', then the replicated and unreduced ones."""
+        return tuple(a for d in self.dims for a in d.axes) + self.replicated + self.unreduced
+
+    def check(self, mesh: SdyMesh | None = None) -> None:
+        """Shardy's verifier rules, raising ValueError: each axis used once, no sub-axis overlapping another
+        or its full axis; with ``mesh`` (the one it names) also that each axis is in it and each sub-axis
+        divides its axis. (jaxlib builds attributes that break them without complaint, and Shardy's passes
+        assume them.)"""
+        seen: dict[str, list[SdyAxisRef]] = {}
+        for ref in self.axis_refs:
+            ref.check()
+            for other in seen.get(ref.name, ()):
+                if other.sub is None or ref.sub is None or _overlap(other.sub, ref.sub):
+                    raise ValueError(f"{self} uses axis {_quote(ref.name)} twice ({other} and {ref}).")
+            seen.setdefault(ref.name, []).append(ref)
+        if mesh is None or mesh.is_maximal:
+            return
+        sizes = dict(mesh.axes)
+        for ref in self.axis_refs:
+            if ref.name not in sizes:
+                raise ValueError(f"{self} names axis {_quote(ref.name)}, which mesh {mesh.body} does not have.")
+            if ref.sub is not None and (sizes[ref.name] % (ref.sub[0] * ref.sub[1]) or ref.sub[1] == sizes[ref.name]):
+                raise ValueError(
+                    f"sub-axis {ref} of {self} does not split axis {_quote(ref.name)} of size {sizes[ref.name]}: its "
+                    "pre-size times size must divide the axis size, and its size must be smaller."
+                )
 
     @property
     def open_dims(self) -> tuple[int, ...]:
@@ -170,6 +284,7 @@ class SdyTensorSharding:
         return f"#sdy.sharding{self.body}"
 
     def build(self) -> _sdy.TensorShardingAttr:
+        self.check(None if isinstance(self.mesh, str) else self.mesh)
         mesh = self.mesh if isinstance(self.mesh, str) else self.mesh.build()
         return _sdy.TensorShardingAttr.get(
             mesh,
@@ -182,7 +297,7 @@ class SdyTensorSharding:
     def from_attr(cls, attr: ir.Attribute) -> SdyTensorSharding:
         t = _sdy.TensorShardingAttr(attr)
         ref = t.mesh_or_ref
-        mesh: MeshRef = ref.value if isinstance(ref, ir.FlatSymbolRefAttr) else SdyMesh.from_attr(ref)
+        mesh: MeshRef = _utf8(lambda: ref.value) if isinstance(ref, ir.FlatSymbolRefAttr) else SdyMesh.from_attr(ref)
         return cls(
             mesh,
             tuple(map(SdyDim.from_attr, t.dimension_shardings)),
@@ -213,6 +328,7 @@ class SdyTensorSharding:
                     raise ValueError(
                         f"dimension {i} names axis {_quote(axis.name)}, which mesh {mesh.body} does not have"
                     )
+        self.check(mesh)
         if self.unreduced:
             raise ValueError(f"unreduced axes {{{', '.join(map(str, self.unreduced))}}} have no GSPMD form here")
         hlo = mhlo.tile(mesh.axes, [[a.name for a in dim.axes] for dim in self.dims])
@@ -220,9 +336,29 @@ class SdyTensorSharding:
 
     @classmethod
     def parse(cls, text: str, context: ir.Context) -> SdyTensorSharding:
-        """Reads ``#sdy.sharding<...>`` text; MLIR's parser reports malformed text."""
+        """Reads ``#sdy.sharding<...>`` text: MLIR's parser reports malformed text (``ir.MLIRError``, located),
+        ValueError text that is empty or another attribute.
+
+        Examples:
+            >>> SdyTensorSharding.parse('#sdy.sharding<@mesh, [{"x"}, {}]>', context()).dims[0]
+            SdyDim(axes=(SdyAxisRef(name='x', sub=None),), is_open=False, priority=None)
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"SdyTensorSharding.parse takes text, got {text!r}.")
+        if not isinstance(context, ir.Context):
+            raise TypeError(f"SdyTensorSharding.parse needs an MLIR context (ir.Context), got {context!r}.")
+        if not text.strip():  # MLIR's parser returns a null attribute for no text, and using it segfaults
+            raise ValueError("SdyTensorSharding.parse got no text; expected '#sdy.sharding<@mesh, [...]>'.")
         with context:
-            return cls.from_attr(ir.Attribute.parse(text))
+            attr = ir.Attribute.parse(text)
+            if not _sdy.TensorShardingAttr.isinstance(attr):
+                raise ValueError(f"Expected an #sdy.sharding attribute, got {attr}.")
+            return cls.from_attr(attr)
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two sub-axes ``(pre_size, size)`` of one axis share a factor: [pre, pre*size) ranges intersect."""
+    return a[0] < b[0] * b[1] and b[0] < a[0] * a[1]
 
 
 # -- the GSPMD form -> this one ------------------------------------------------------------------------------
@@ -241,6 +377,7 @@ def hlo_to_sdy(hlo: HloSharding, ndim: int, mesh_name: str | None = None) -> tup
         >>> print(mesh.body, tensor)
         <["_axis_0"=2, "_replicas"=4], device_ids=[0, 2, 4, 6, 1, 3, 5, 7]> #sdy.sharding<@mesh, [{"_axis_0"}, {}]>
     """
+    hlo = mhlo.checked(hlo)
     if hlo.is_maximal() and not hlo.is_replicated():
         mesh = SdyMesh((), tuple(hlo.tile_assignment_devices()))
         return mesh, SdyTensorSharding(mesh_name or mesh.default_name(), ())

@@ -23,7 +23,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from shardkit.array import Array, asarray, device_put, is_array, sharding_mismatch, wrap
+from shardkit import _jaxlib
+from shardkit.array import Array, alive, asarray, deleted_piece, device_put, is_array, sharding_mismatch, shared, wrap
 from shardkit.caching import memoize
 from shardkit.lowering import PY_SCALARS, ShapeDtypeStruct
 from shardkit.mesh import current_mesh
@@ -53,8 +54,8 @@ class ArgumentHandler:
             s = x.sharding
             if s is not self.sharding and s != self.sharding and not s.is_equivalent_to(self.sharding, aval.ndim):
                 raise sharding_mismatch(self.path, s, self.sharding)
-            if x.is_deleted():
-                raise ValueError(f"Argument {self.path} has been deleted (was it donated to an earlier call?).")
+            if not alive(x._impl):
+                raise self._deleted(x)
             return x._impl
         if isinstance(x, (np.ndarray, np.generic, jax.Array)) or type(x) in PY_SCALARS:
             dtype = jax.dtypes.canonicalize_dtype(type(x) if type(x) in PY_SCALARS else x.dtype)
@@ -67,6 +68,15 @@ class ArgumentHandler:
             "array or a scalar."
         )
 
+    def _deleted(self, x: Array) -> ValueError:
+        device = None if x._impl.is_deleted() else deleted_piece(x)
+        if device is None:
+            return ValueError(f"Argument {self.path} has been deleted (was it donated to an earlier call?).")
+        return ValueError(
+            f"Argument {self.path} has a deleted piece: its buffer on {device} was freed (deleting one of an "
+            "Array's addressable shards' data frees that piece of the Array)."
+        )
+
     def _mismatch(self, shape: tuple[int, ...], dtype: Any) -> TypeError:
         return TypeError(
             f"Argument {self.path} has shape {tuple(shape)} and dtype {np.dtype(dtype).name}, but the computation "
@@ -76,10 +86,10 @@ class ArgumentHandler:
 
 def buffers(handlers: Sequence[ArgumentHandler], leaves: Sequence[Any], trusted: bool) -> list[Any]:
     """The global jaxlib array of each leaf. ``trusted``: ``call_key`` matched, so an Array leaf only needs to
-    be alive (a buffer deleted by donation crashes jaxlib)."""
+    be alive, every device buffer of it (XLA crashes the process on a freed buffer)."""
     if trusted:
         return [
-            x._impl if (type(x) is Array or isinstance(x, Array)) and not x._impl.is_deleted() else h(x)
+            x._impl if (type(x) is Array or isinstance(x, Array)) and alive(x._impl) else h(x)
             for h, x in zip(handlers, leaves)
         ]
     return [h(x) for h, x in zip(handlers, leaves)]
@@ -202,7 +212,7 @@ class LastCall:
             if type(x) is not Array or x._sharding is not sharding or x._weak_type is not weak:
                 return MISS
             impl = x._impl
-            if impl.aval is not aval or impl.is_deleted():  # a deleted shard crashes execute_sharded
+            if impl.aval is not aval or not alive(impl):  # a deleted piece crashes execute_sharded
                 return MISS
             arrays.append(impl)
         results = self.execute(arrays).consume_with_handlers(self.handlers)  # _jaxlib.execute, inlined
@@ -210,3 +220,61 @@ class LastCall:
             sharding, weak = self.single_output
             return wrap(results[0], sharding, weak_type=weak)
         return self.compiled._outputs(results)
+
+
+def check_donation(leaves: Sequence[Any], donated: Sequence[int], paths: Sequence[str]) -> None:
+    """ValueError when a donated leaf's device buffers are also another leaf's (the same Array passed twice, or
+    a view of it): XLA would reuse a buffer that the call still reads, and crashes the process.
+
+    The same global array is found by identity; distinct arrays can hold the same buffers only when one was
+    made from the other's (``array.share`` records those, and a jax Array leaf may be anything), so only
+    such leaves have their buffer addresses compared.
+    """
+    impls = [_impl_of(x) for x in leaves]
+    owner: dict[int, int] = {}
+    for i in donated:
+        if impls[i] is not None:
+            owner.setdefault(id(impls[i]), i)
+    for j, impl in enumerate(impls):
+        i = owner.get(id(impl), j) if impl is not None else j
+        if i != j:
+            raise _donated_twice(paths[i], paths[j], "the same array")
+    maybe = [j for j, (x, impl) in enumerate(zip(leaves, impls)) if impl is not None and _may_share(x, impl)]
+    if len(maybe) < 2 or not any(i in owner.values() for i in maybe):
+        return
+    buffer_owner: dict[tuple[Any, int], int] = {}
+    for i in (i for i in donated if i in maybe):
+        for key in _buffer_keys(impls[i]):
+            buffer_owner.setdefault(key, i)
+    for j in maybe:
+        for key in _buffer_keys(impls[j]):
+            i = buffer_owner.get(key, j)
+            if i != j:
+                raise _donated_twice(paths[i], paths[j], f"its buffer on {key[0]}")
+
+
+def _impl_of(x: Any) -> Any:
+    return x._impl if isinstance(x, Array) else x if isinstance(x, jax.Array) else None
+
+
+def _may_share(x: Any, impl: Any) -> bool:
+    return not isinstance(x, Array) or shared(impl)
+
+
+def _donated_twice(donated: str, other: str, what: str) -> ValueError:
+    return ValueError(
+        f"Argument {donated} is donated, but {what} is also passed as {other}: a donated buffer is reused for the "
+        "results, so it cannot be read by the same call. Pass a separate Array there, or do not donate this one."
+    )
+
+
+def _buffer_keys(impl: Any) -> list[tuple[Any, int]]:
+    """(device, buffer address) of each live device buffer of a global jaxlib array."""
+    if impl.is_deleted():
+        return []
+    out = []
+    for b in _jaxlib.per_device_arrays(impl):
+        if not b.is_deleted():
+            (device,) = b.devices()
+            out.append((device, b.unsafe_buffer_pointer()))
+    return out

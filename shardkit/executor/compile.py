@@ -18,6 +18,7 @@ from shardkit import _jaxlib
 from shardkit.dialects import ir as irx
 from shardkit.executor import cache
 from shardkit.lowering import LoweredModule
+from shardkit.mesh import check_devices
 
 
 def compile_options(
@@ -26,7 +27,9 @@ def compile_options(
     """jax's flag-derived options (public ``jax.extend``) with SPMD partitioning over ``devices``.
 
     Where a sharding was left to the compiler (None), XLA may choose it (``allow_spmd_sharding_propagation``).
+    ``devices`` must be jax Devices of one backend, at least one (XLA aborts the process on an empty assignment).
     """
+    devices = check_devices(devices, "The devices to compile for")
     ids = np.array([[d.id for d in devices]])
     options = jax.extend.backend.get_compile_options(num_replicas=1, num_partitions=len(devices), device_assignment=ids)
     build = options.executable_build_options
@@ -48,6 +51,11 @@ def compile_lowered(lowered: LoweredModule) -> Any:
     exe = lowered.executables.get(devices)
     if exe is not None:
         return exe
+    if len(devices) != lowered.num_partitions:
+        raise ValueError(
+            f"{lowered.name} was partitioned for {lowered.num_partitions} devices (mhlo.num_partitions), but its "
+            f"device assignment has {len(devices)}: {list(devices)}."
+        )
     options = compile_options(
         devices,
         shardy=irx.uses_shardy(lowered.module),

@@ -17,7 +17,15 @@ import jax
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
 from shardkit.array import Array, jaxlib_sharding, wrap
-from shardkit.executor.arguments import MISS, ArgumentHandler, LastCall, buffers, flatten_call, leaf_paths
+from shardkit.executor.arguments import (
+    MISS,
+    ArgumentHandler,
+    LastCall,
+    buffers,
+    check_donation,
+    flatten_call,
+    leaf_paths,
+)
 from shardkit.inspect import CommunicationReport, xla_report
 from shardkit.lowering import LoweredModule, ShapeDtypeStruct
 from shardkit.mesh import is_local
@@ -168,6 +176,8 @@ class Compiled:
         ``execute_sharded`` plus ``consume_with_handlers`` is jax's own dispatch path below ``jax.jit``: the
         outputs come back as global arrays without a per-device Python step.
         """
+        if self._donated:
+            check_donation(leaves, self._donated, [h.path for h in self._handlers])
         arguments = buffers(self._handlers, leaves, trusted)
         if self._effects is None:
             results = _jaxlib.execute(self._executable, arguments, self._results)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from shardkit import _jaxlib
-from shardkit.array import Array, jaxlib_sharding, shaped_array, use_device_reshard, wrap
+from shardkit.array import Array, jaxlib_sharding, shaped_array, share, use_device_reshard, wrap
 from shardkit.caching import memoize
 from shardkit.dialects import mhlo
 from shardkit.executor.compile import compile_lowered
@@ -85,6 +85,7 @@ def over_devices(x: Array, devices: tuple[Any, ...]) -> Array:
         jaxlib_sharding(sharding, x.ndim),
         [by_device[d] for d in sharding.addressable_device_assignment],
     )
+    share(x._impl, impl)  # the same buffers under another device order
     return wrap(impl, sharding, weak_type=x.weak_type)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 from collections.abc import Sequence
 
 from jaxlib.mlir import ir
@@ -38,24 +39,32 @@ def donation(
     donated: Sequence[bool],
     in_avals: Sequence[ShapeDtypeStruct],
     out_avals: Sequence[ShapeDtypeStruct],
+    in_shardings: Sequence[Sharding | None],
     out_shardings: Sequence[Sharding | None],
     num_partitions: int,
 ) -> tuple[tuple[int | None, ...], tuple[bool, ...]]:
     """(result each argument aliases or None, whether it is a plain buffer donor), as jax decides them.
 
-    Each donated argument takes the first unclaimed result of the same shape and dtype; the pair is an alias
-    when the result's sharding is known (always on one device), else the argument is left to XLA as a donor.
-    A donated argument with no such result becomes a donor when some unclaimed result has the same size.
+    Values are matched by their per-device pieces (shape where the sharding is known, as jax's
+    ``sharded_aval``): XLA aliases device buffers, and refuses an alias between pieces of different sizes.
+    Each donated argument takes the first unclaimed result with the same piece shape and dtype; the pair is
+    an alias when the result's sharding is known (always on one device), else the argument is left to XLA as
+    a donor. A donated argument with no such result becomes a donor when some unclaimed result's piece has
+    the same size, or, on several devices, when some result's sharding is left to the compiler.
     """
+    if not any(donated):
+        return (None,) * len(in_avals), (False,) * len(in_avals)
+    in_pieces = [_piece(a, s) for a, s in zip(in_avals, in_shardings)]
+    out_pieces = [_piece(a, s) for a, s in zip(out_avals, out_shardings)]
     pending: dict[tuple, collections.deque] = collections.defaultdict(collections.deque)
-    for i, (aval, d) in enumerate(zip(in_avals, donated)):
+    for i, (piece, aval, d) in enumerate(zip(in_pieces, in_avals, donated)):
         if d:
-            pending[(aval.shape, aval.dtype)].append(i)
+            pending[(piece, aval.dtype)].append(i)
     aliases: list[int | None] = [None] * len(in_avals)
     donors = [False] * len(in_avals)
     unmatched = list(donated)
-    for j, aval in enumerate(out_avals):
-        queue = pending.get((aval.shape, aval.dtype))
+    for j, (piece, aval) in enumerate(zip(out_pieces, out_avals)):
+        queue = pending.get((piece, aval.dtype))
         if queue:
             i = queue.popleft()
             unmatched[i] = False
@@ -65,14 +74,20 @@ def donation(
                 donors[i] = True
     free_by_size: dict[int, collections.deque] = collections.defaultdict(collections.deque)
     aliased = set(a for a in aliases if a is not None)
-    for j, aval in enumerate(out_avals):
+    for j, piece in enumerate(out_pieces):
         if j not in aliased:
-            free_by_size[aval.size].append(j)
-    for i, aval in enumerate(in_avals):
-        if unmatched[i] and free_by_size.get(aval.size):
-            free_by_size[aval.size].popleft()
-            donors[i] = True
+            free_by_size[math.prod(piece)].append(j)
+    for i, piece in enumerate(in_pieces):
+        if unmatched[i] and free_by_size.get(math.prod(piece)):
+            free_by_size[math.prod(piece)].popleft()
+            unmatched[i], donors[i] = False, True
+    if num_partitions > 1 and not all(map(_specified, out_shardings)):
+        donors = [d or u for d, u in zip(donors, unmatched)]  # XLA may find a use for them after propagation
     return tuple(aliases), tuple(donors)
+
+
+def _piece(aval: ShapeDtypeStruct, sharding: Sharding | None) -> tuple[int, ...]:
+    return aval.shape if sharding is None else sharding.shard_shape(aval.shape)
 
 
 @memoize()
@@ -164,7 +179,7 @@ def attach(
                     built[key] = _sharding_attr(sharding, aval.ndim, partitioner, table)
                 name, attr = built[key]
                 attrs[name] = attr
-        aliases, donors = donation(donated, in_avals, out_avals, out_shardings, num_partitions)
+        aliases, donors = donation(donated, in_avals, out_avals, in_shardings, out_shardings, num_partitions)
         i32 = ir.IntegerType.get_signless(32)
         for attrs, alias, donor in zip(arg_attrs, aliases, donors):
             if alias is not None:

@@ -229,8 +229,13 @@ class Lowering:
         config = self._per_tree.get(tree)
         if config is not None:
             return config
-        statics = self.options.static_argnums
+        statics, donated = self.options.static_argnums, self.options.donate_argnums
         positions = [i for i in range(len(dyn) + len(statics)) if i not in statics]
+        if donated and donated[-1] >= len(positions) + len(statics):
+            raise ValueError(
+                f"jit of {self.name} has donate_argnums={donated}, but was called with "
+                f"{len(positions) + len(statics)} positional arguments."
+            )
         try:
             explicit = per_leaf(self.options.in_shardings, dyn)
         except ValueError as e:

@@ -19,7 +19,11 @@ from shardkit.sharding import Sharding, as_sharding, is_sharding_like
 PARTITIONERS = ("shardy", "gspmd")
 
 
-def _argnums(value: int | Sequence[int], what: str) -> tuple[int, ...]:
+def _argnums(value: int | Sequence[int] | None, what: str) -> tuple[int, ...]:
+    if value is None:  # as jax.jit: no such arguments
+        return ()
+    if not isinstance(value, (int, Sequence)):
+        raise TypeError(f"{what} must be an int or a sequence of ints, got {value!r}.")
     nums = (value,) if isinstance(value, int) else tuple(value)
     for n in nums:
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:

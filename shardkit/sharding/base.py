@@ -44,16 +44,22 @@ class IndivisibleError(ValueError):
 
 
 def canonical_shape(shape: Sequence[int]) -> Shape:
-    """``shape`` as a tuple of Python ints; TypeError unless every entry is a non-negative int."""
+    """``shape`` as a tuple of Python ints: TypeError unless it is a sequence of ints, ValueError for a negative one."""
+    if not isinstance(shape, (Sequence, np.ndarray)) or isinstance(shape, str):
+        raise TypeError(f"An array shape is a sequence of ints, got {shape!r}.")
     shape = tuple(shape)
     for d in shape:
-        if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
-            raise TypeError(f"Array shapes hold non-negative ints, got {shape!r}.")
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+            raise TypeError(f"An array shape is a sequence of ints, got {shape!r}.")
+        if d < 0:
+            raise ValueError(f"Array dimensions must be non-negative, got shape {shape!r}.")
     return tuple(int(d) for d in shape)
 
 
 def check_memory_kind(kind: str | None, device: Device) -> str | None:
     """The device's default memory kind for None; the kind itself when the device can address it."""
+    if kind is not None and not isinstance(kind, str):
+        raise TypeError(f"memory_kind must be a str or None, got {kind!r}.")
     if device is None:
         return kind
     if kind is None:
@@ -211,7 +217,7 @@ class Sharding:
         try:
             return memo[derive, shape]
         except (KeyError, TypeError):
-            shape = tuple(shape)
+            shape = canonical_shape(shape)
             out = memo[derive, shape] = derive(self, shape)
             return out
 

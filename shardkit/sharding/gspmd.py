@@ -11,18 +11,18 @@ import numpy as np
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding, OpSharding
 from shardkit.dialects import mhlo
-from shardkit.mesh import device_refs, lookup_devices
+from shardkit.mesh import check_devices, device_refs, lookup_devices
 from shardkit.sharding.base import Device, Sharding, check_memory_kind
 
 
 def _as_hlo(op_sharding: HloSharding | OpSharding | str) -> HloSharding:
-    if isinstance(op_sharding, HloSharding):
-        return op_sharding
-    if isinstance(op_sharding, OpSharding):
-        return _jaxlib.hlo_from_proto(op_sharding)
+    if isinstance(op_sharding, (HloSharding, OpSharding)):
+        return mhlo.checked(op_sharding)
     if isinstance(op_sharding, str):
         return mhlo.parse(op_sharding)
-    raise TypeError(f"Expected an HloSharding, OpSharding or HLO sharding string, got {type(op_sharding).__name__}.")
+    raise TypeError(
+        f"GSPMDSharding's op_sharding must be an HloSharding, OpSharding or HLO sharding string, got {op_sharding!r}."
+    )
 
 
 class GSPMDSharding(Sharding):
@@ -41,11 +41,7 @@ class GSPMDSharding(Sharding):
         *,
         memory_kind: str | None = None,
     ):
-        self._devices = tuple(np.asarray(devices, dtype=object).flat)
-        if not self._devices:
-            raise ValueError("GSPMDSharding needs at least one device.")
-        if len(set(self._devices)) != len(self._devices):
-            raise ValueError(f"GSPMDSharding devices must be unique, got {list(self._devices)}.")
+        self._devices = check_devices(np.asarray(devices, dtype=object).flat, "GSPMDSharding devices")
         self._hlo_sharding = hlo = _as_hlo(op_sharding)
         if hlo.is_manual() or hlo.is_unknown() or hlo.is_unreduced() or hlo.tuple_elements():
             raise ValueError(f"GSPMDSharding supports tiled, replicated and maximal shardings, got {hlo}.")

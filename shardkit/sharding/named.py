@@ -83,10 +83,12 @@ class NamedSharding(Sharding):
             if not isinstance(spec, (tuple, list)):
                 raise TypeError(f"NamedSharding needs a PartitionSpec, got {spec!r}.")
             spec = PartitionSpec(*spec)
+        if isinstance(mesh, Mesh) and mesh.empty:
+            raise ValueError(f"NamedSharding needs a mesh with devices, got the empty mesh {mesh}.")
         _check_spec(mesh, spec)
         self.mesh = mesh
         self.spec = spec
-        first = None if isinstance(mesh, AbstractMesh) or mesh.empty else mesh.flat_devices[0]
+        first = None if isinstance(mesh, AbstractMesh) else mesh.flat_devices[0]
         self._memory_kind = check_memory_kind(memory_kind, first)
         self._hash = hash((NamedSharding, mesh, spec, self._memory_kind))
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from shardkit._jaxlib import HloSharding
 from shardkit.caching import memoize
-from shardkit.mesh import device_refs, lookup_devices
+from shardkit.mesh import check_devices, device_refs, lookup_devices
 from shardkit.sharding.base import Device, Sharding, canonical_shape, check_memory_kind
 
 
@@ -29,11 +29,7 @@ class PmapSharding(Sharding):
     def __init__(
         self, devices: Sequence[Device] | np.ndarray, sharded_dim: int | None = 0, *, memory_kind: str | None = None
     ):
-        self._devices = tuple(np.asarray(devices, dtype=object).flat)
-        if not self._devices:
-            raise ValueError("PmapSharding needs at least one device.")
-        if len(set(self._devices)) != len(self._devices):
-            raise ValueError(f"PmapSharding devices must be unique, got {list(self._devices)}.")
+        self._devices = check_devices(np.asarray(devices, dtype=object).flat, "PmapSharding devices")
         if sharded_dim is not None and (not isinstance(sharded_dim, int) or sharded_dim < 0):
             raise ValueError(f"sharded_dim must be a non-negative int or None, got {sharded_dim!r}.")
         self.sharded_dim = sharded_dim

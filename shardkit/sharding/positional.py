@@ -10,7 +10,7 @@ import numpy as np
 
 from shardkit._jaxlib import HloSharding, OpShardingType
 from shardkit.caching import memoize
-from shardkit.mesh import device_refs, lookup_devices
+from shardkit.mesh import check_devices, device_refs, lookup_devices
 from shardkit.sharding.base import Device, Shape, Sharding, check_memory_kind
 
 
@@ -29,11 +29,7 @@ class PositionalSharding(Sharding):
 
     def __init__(self, devices: Sequence[Device] | np.ndarray, *, memory_kind: str | None = None):
         devices = np.asarray(devices, dtype=object) if not isinstance(devices, np.ndarray) else devices
-        if devices.size == 0:
-            raise ValueError(f"PositionalSharding needs at least one device, got {devices!r}.")
-        flat = tuple(devices.flat)
-        if len(set(flat)) != len(flat):
-            raise ValueError(f"PositionalSharding devices must be unique, got {list(flat)}.")
+        flat = check_devices(devices.flat, "PositionalSharding devices")
         ids = np.empty(devices.shape, dtype=object)
         for i, pos in enumerate(np.ndindex(devices.shape)):
             ids[pos] = (i,)
@@ -119,7 +115,9 @@ class PositionalSharding(Sharding):
         axes = []
         for a in given:
             if not -self.ndim <= a < self.ndim:
-                raise ValueError(f"replicate's axis {a} is out of bounds for a PositionalSharding of rank {self.ndim}.")
+                raise np.exceptions.AxisError(  # a ValueError, as numpy raises it
+                    f"replicate's axis {a} is out of bounds for a PositionalSharding of rank {self.ndim}."
+                )
             axes.append(int(a) % self.ndim)
         if len(set(axes)) != len(axes):
             raise ValueError(f"replicate's axis {axis!r} repeats an axis.")

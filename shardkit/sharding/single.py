@@ -8,7 +8,7 @@ import jax
 
 from shardkit._jaxlib import HloSharding
 from shardkit.dialects.sdy import SdyDim, SdyMesh, SdyTensorSharding
-from shardkit.mesh import device_refs, lookup_devices
+from shardkit.mesh import check_device, device_refs, lookup_devices
 from shardkit.sharding.base import Device, Sharding, check_memory_kind
 
 
@@ -21,7 +21,7 @@ class SingleDeviceSharding(Sharding):
     """
 
     def __init__(self, device: Device, *, memory_kind: str | None = None):
-        self._device = device
+        self._device = check_device(device, "SingleDeviceSharding's device")
         self._memory_kind = check_memory_kind(memory_kind, device)
 
     def __repr__(self) -> str:
