@@ -21,6 +21,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from shardkit.tools.main import ToolMain
+
 _DTYPES = {
     "f16": "float16",
     "bf16": "bfloat16",
@@ -113,22 +115,19 @@ def parse_arg(text: str) -> tuple[tuple[int, ...], np.dtype, Any]:
     return tuple(map(int, dims)), np.dtype(getattr(jnp, _DTYPES[dtype])), parse_spec(spec) if spec else None
 
 
-class LowerMain:
+class LowerMain(ToolMain):
     """The tool as an object, so tests drive it in-process."""
 
     def __init__(
         self, argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
     ):
-        self.args = _arg_parser().parse_args(argv)
-        self.stdout = stdout or sys.stdout
-        self.stderr = stderr or sys.stderr
+        super().__init__(_arg_parser(), argv, stdin=None, stdout=stdout, stderr=stderr)
 
     def run(self) -> int:
         try:
             text = self.lower()
         except (ValueError, TypeError, ImportError) as e:
-            self.stderr.write(f"shardkit-lower: error: {e}\n")
-            return 1
+            return self.error(str(e))
         if self.args.output == "-":
             self.stdout.write(text)
         else:

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from shardkit.tools.lower import ensure_cpu_devices, parse_mesh
+from shardkit.tools.main import ToolMain
 
 
 def _arg_parser() -> argparse.ArgumentParser:
@@ -45,15 +46,13 @@ class RunError(Exception):
     """A mistake in the tool's input, reported as one line."""
 
 
-class RunMain:
+class RunMain(ToolMain):
     """The tool as an object, so tests drive it in-process: ``RunMain(["f.mlir", "--zero-inputs"]).run()``."""
 
     def __init__(
         self, argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
     ):
-        self.args = _arg_parser().parse_args(argv)
-        self.stdout = stdout or sys.stdout
-        self.stderr = stderr or sys.stderr
+        super().__init__(_arg_parser(), argv, stdin=None, stdout=stdout, stderr=stderr)
 
     def run(self) -> int:
         import jax
@@ -62,8 +61,7 @@ class RunMain:
             self._run()
         except (RunError, ValueError, TypeError, jax.errors.JaxRuntimeError) as e:
             message = " ".join(str(e).split("\n")[0].split())
-            self.stderr.write(f"shardkit-run: error: {message}\n")
-            return 1
+            return self.error(message)
         return 0
 
     def _run(self) -> None:
