@@ -3,11 +3,6 @@ runs without a key, gives jax's results, and every other call falls back to the 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import jax
 import numpy as np
 import pytest
@@ -16,12 +11,12 @@ import shardkit as sk
 from shardkit import P
 from shardkit.array import is_array
 from shardkit.executor.arguments import MISS
+from tests.child import run_python
 from tests.jax_oracle import jax_named
 
 MESH = sk.make_mesh((4, 2), ("x", "y"))
 XY = sk.NamedSharding(MESH, P("x", "y"))
 VALUE = np.arange(64, dtype=np.float32).reshape(8, 8)
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def memo_hit(f, *args, **kwargs) -> bool:
@@ -141,6 +136,7 @@ import os
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 import numpy as np
 import shardkit as sk
+from tests.child import run_python
 from shardkit import P
 s = sk.NamedSharding(sk.make_mesh((4, 2), ("x", "y")), P("x", "y"))
 f = sk.jit(lambda a: a * 2)
@@ -165,14 +161,7 @@ for name, spoil in [("deleted", deleted_whole), ("deleted shard", deleted_shard)
 
 
 def test_spoiled_arguments_of_a_memoized_call_raise_instead_of_crashing():
-    proc = subprocess.run(
-        [sys.executable, "-c", CRASH_SCRIPT],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env={**os.environ, "JAX_PLATFORMS": "cpu"},
-    )
+    proc = run_python(CRASH_SCRIPT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == [
         f"{name} -> ValueError" for name in ("deleted", "deleted shard", "donated") for _ in range(2)

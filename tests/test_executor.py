@@ -3,9 +3,6 @@ in-memory caches and the persistent compilation cache."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 import threading
 from pathlib import Path
@@ -18,11 +15,11 @@ from jaxlib import xla_client as xc
 import shardkit as sk
 from shardkit import P
 from shardkit.executor import cache, compile_lowered, set_cache_dir
+from tests.child import run_python
 
 DEVS = jax.devices()
 MESH = sk.make_mesh((4, 2), ("x", "y"))
 F32 = np.float32
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def ns(*spec, mesh=MESH):
@@ -118,6 +115,7 @@ import os
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 import numpy as np, jax
 import shardkit as sk
+from tests.child import run_python
 from shardkit import P
 mesh = sk.make_mesh((4, 2), ("x", "y"))
 other = sk.Mesh(np.array(jax.devices()[::-1]).reshape(4, 2), ("x", "y"))
@@ -148,14 +146,7 @@ print("alive", float(np.asarray(compiled(good)).sum()))
 
 
 def test_crash_hazards_raise_clean_errors_in_a_subprocess():
-    proc = subprocess.run(
-        [sys.executable, "-c", CRASH_SCRIPT],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env={**os.environ, "JAX_PLATFORMS": "cpu"},
-    )
+    proc = run_python(CRASH_SCRIPT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == [
         "reuse a donated argument -> ValueError",
@@ -245,11 +236,7 @@ def test_persistent_cache_in_a_new_process(tmp_path):
         out = f(np.ones((8, 4), np.float32))
         print(hits == [True], float(np.asarray(out).sum()))
     """)
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", cache.ENV_VAR: str(tmp_path)}
-    runs = [
-        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
-        for _ in range(2)
-    ]
+    runs = [run_python(script, env={cache.ENV_VAR: str(tmp_path)}) for _ in range(2)]
     assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
     assert [r.stdout.split() for r in runs] == [["False", "128.0"], ["True", "128.0"]]
 

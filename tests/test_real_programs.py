@@ -3,8 +3,6 @@ transforms and nesting, uneven constraints, shard_map, and jax objects going in 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -15,6 +13,7 @@ from jax.experimental import io_callback
 
 import shardkit as sk
 from shardkit import P
+from tests.child import run_python
 
 F32 = np.float32
 DEVS = jax.devices()
@@ -100,9 +99,7 @@ def test_callbacks_through_the_persistent_cache(tmp_path):
         jax.effects_barrier()
         print(np.asarray(y).tolist(), got, len(os.listdir({str(tmp_path)!r})))
     """)
-    runs = [
-        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120) for _ in range(2)
-    ]
+    runs = [run_python(script) for _ in range(2)]
     assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
     assert runs[0].stdout == runs[1].stdout == "[2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0] [28.0] 1\n"
 
