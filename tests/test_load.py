@@ -122,6 +122,41 @@ CASES = [
         [((8, 4), F32, JP("x"))],
         out=(JP("x"), JP("y"), JP()),
     ),
+    Case(
+        "attention",
+        lambda q, k, v: jax.nn.softmax(q @ k.T / 2.0, axis=-1) @ v,
+        [((8, 4), F32, JP("x")), ((8, 4), F32, None), ((8, 4), F32, JP(None, "y"))],
+        out=JP("x"),
+    ),
+    Case(
+        "conv",
+        lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), "SAME"),
+        [((4, 2, 8, 8), F32, JP("x")), ((3, 2, 3, 3), F32, None)],
+    ),
+    Case("gather_take", lambda x, i: jnp.take(x, i, axis=0), [((8, 4), F32, JP("x", "y")), ((6,), I32, None)]),
+    Case("scatter_add", lambda x, i: x.at[i].add(1.0), [((8, 4), F32, JP("x")), ((3,), I32, None)], out=JP("x")),
+    Case("sort_argmax", lambda x: (jnp.sort(x, axis=1), jnp.argmax(x, axis=0)), [((8, 4), F32, JP("x", "y"))]),
+    Case(
+        "slice_concat_pad",
+        lambda x: jnp.concatenate([jax.lax.dynamic_slice(x, (2, 0), (4, 4)), jnp.pad(x[:2], ((1, 1), (0, 0)))]),
+        [((8, 4), F32, JP("x"))],
+    ),
+    Case(
+        "max_pool",
+        lambda x: jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (2, 2), (2, 2), "VALID"),
+        [((8, 8), F32, JP("x", "y"))],
+        out=JP("x"),
+    ),
+    Case(
+        "shard_map_psum_scatter",
+        _smap(lambda a: jax.lax.psum_scatter(a, "y", scatter_dimension=0, tiled=True), JP("x"), JP(("x", "y"))),
+        [((16, 2), F32, JP("x"))],
+    ),
+    Case(
+        "scan_cumulative",
+        lambda x: jax.lax.scan(lambda c, r: (c + r, c * r), jnp.zeros(x.shape[1:], x.dtype), x),
+        [((8, 4), F32, JP(None, "y"))],
+    ),
 ]
 
 
