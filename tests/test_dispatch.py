@@ -104,11 +104,35 @@ def test_other_signatures_take_the_keyed_path():
     assert not memo_hit(g, weak) and g(weak).weak_type
 
 
-def test_no_memo_for_donation_static_arguments_or_host_values():
-    x = sk.device_put(VALUE, XY)
-    donating = sk.jit(lambda a: a * 2, donate_argnums=0)
-    donating(x)
-    assert donating._last is None and x.is_deleted()
+def test_a_donating_loop_runs_on_the_memo_and_deletes_what_it_donates():
+    step = sk.jit(lambda a, b: (a * 2 + b, b), donate_argnums=0)
+    x, b = step(*step(sk.device_put(VALUE, XY), sk.device_put(VALUE, XY)))  # the memo now holds outputs' objects
+    for _ in range(3):
+        previous = x
+        out = step._last.run((x, b), {})
+        assert out is not MISS
+        x, b = out
+        assert previous.is_deleted() and not b.is_deleted()
+    expected = VALUE
+    for _ in range(5):
+        expected = np.asarray(jax.jit(lambda a, c: a * 2 + c)(expected, VALUE))
+    np.testing.assert_array_equal(np.asarray(x), expected)
+
+
+def test_the_memo_refuses_a_donated_array_passed_twice_or_shared():
+    step = sk.jit(lambda a, b: a + b, donate_argnums=0)
+    x = step(sk.device_put(VALUE, XY), sk.device_put(VALUE, XY))
+    assert step._last is not None
+    with pytest.raises(ValueError, match="is donated, but the same array is also passed as args"):
+        step(x, x)
+    assert not x.is_deleted()
+    view = x.to_jax()  # x's buffers are now held by a jax Array too
+    assert step._last.run((x, sk.asarray(view)), {}) is MISS
+    with pytest.raises(ValueError, match="is donated, but its buffer on"):
+        step(x, sk.asarray(view))
+
+
+def test_no_memo_for_static_arguments_or_host_values():
     static = sk.jit(lambda a, n: a * n, static_argnums=1)
     y = sk.device_put(VALUE, XY)
     static(y, 3)

@@ -156,21 +156,23 @@ class LastCall:
     compared as they come; any other call structure is flattened and its tree compared (``tree`` is None for
     the first kind). For ``jit``, whose programs depend on the ``with mesh:`` context (bare PartitionSpecs in
     constraints resolve against it), the context mesh is compared by identity too (``mesh``). Calls with host
-    values, Array subclasses or no arguments take the keyed path, and so does every call of a donating
-    program: a buffer donated twice in one call crashes jaxlib, and only the keyed path checks for that. So does
-    a program with side effects, whose calls thread jax's effect tokens.
+    values, Array subclasses or no arguments take the keyed path, and so does a program with side effects,
+    whose calls thread jax's effect tokens. A donating program's call is memoized too: ``run`` takes it only
+    when each donated Array is passed once and holds buffers no other array holds (``array.shared``), since a
+    buffer donated and read in one call crashes jaxlib; anything else goes to the keyed path, which names it.
 
     ``run`` is the whole steady state in one frame (the check, ``execute_sharded``, one output wrapped): on
     this path every Python step shows in the call's time.
     """
 
-    __slots__ = ("compiled", "tree", "mesh", "signature", "execute", "handlers", "single_output")
+    __slots__ = ("compiled", "tree", "mesh", "signature", "execute", "handlers", "single_output", "donated")
 
     def __init__(self, compiled: Any, tree: Any, leaves: Sequence[Array], mesh: Any):
         self.compiled, self.tree, self.mesh = compiled, tree, mesh
         self.signature = tuple((x._sharding, x._impl.aval, x._weak_type) for x in leaves)
         self.execute, self.handlers = compiled._executable.execute_sharded, compiled._results
         self.single_output = compiled._out_info[0] if compiled._single_output else None
+        self.donated = compiled._donated
 
     @classmethod
     def of(
@@ -184,7 +186,7 @@ class LastCall:
     ) -> LastCall | None:
         """The memo of a call that just ran through the keyed path, or None where it may not be memoized;
         ``mesh``: the context mesh the program was chosen under (None: any)."""
-        if not leaves or compiled._donated or compiled._effects or not all(type(x) is Array for x in leaves):
+        if not leaves or compiled._effects or not all(type(x) is Array for x in leaves):
             return None
         positional = not kwargs and len(args) == len(leaves) and all(a is x for a, x in zip(args, leaves))
         return cls(compiled, None if positional else tree, leaves, mesh)
@@ -215,7 +217,13 @@ class LastCall:
             if impl.aval is not aval or not alive(impl):  # a deleted piece crashes execute_sharded
                 return MISS
             arrays.append(impl)
+        for i in self.donated:
+            impl = arrays[i]
+            if shared(impl) or sum(a is impl for a in arrays) > 1:
+                return MISS
         results = self.execute(arrays).consume_with_handlers(self.handlers)  # _jaxlib.execute, inlined
+        for i in self.donated:
+            leaves[i].delete()
         if self.single_output is not None:
             sharding, weak = self.single_output
             return wrap(results[0], sharding, weak_type=weak)
