@@ -701,6 +701,8 @@ def make_array_from_callback(
     shape = canonical_shape(shape)
     if not isinstance(sharding, Sharding):
         raise TypeError(f"sharding must be a shardkit Sharding, got {type(sharding).__name__}.")
+    if not callable(data_callback):
+        raise TypeError(f"data_callback must be a function of an index, got {data_callback!r}.")
     layout = _layout(sharding, shape)
     index_map = sharding.addressable_devices_indices_map(shape)
     expected = sharding.shard_shape(shape)

@@ -86,6 +86,12 @@ def check_outcomes(cases: dict[str, tuple[str, str]]) -> None:
 
 # -- model-*: HLO sharding strings, OpShardings, sdy forms, meshes, devices ---------------------------------
 
+AFTER_MALFORMED = (  # the strings that corrupted the heap before they were checked
+    "for t in ['{devices=[4,0,-8]6,5,-1,0}', '{devices=[2,4]<=[2]}', '{devices=[0,1,00]2,-1,4,6,0,-1,7,0}']:\n"
+    "    try: sk.GSPMDSharding(devs[:4], t)\n"
+    "    except ValueError: pass\n"
+)
+
 MODEL_CRASHES = {
     # GSPMD strings XLA's parser accepts and then aborts on (or corrupts the heap with).
     "model-crash-30": (
@@ -125,7 +131,7 @@ MODEL_CRASHES = {
         "sk.GSPMDSharding(devs[1::2], '{devices=[0,1,00]2,-1,4,6,0,-1,7,0 last_tile_dims={replicated}}')",
         r"HloParseError: .*must be positive",
     ),
-    "model-crash-38/50/hang-93 (mhlo.read of a module's attribute)": (
+    "model-crash-38 model-crash-50 model-hang-93 (mhlo.read of a module's attribute)": (
         "from jaxlib.mlir import ir\n"
         "with context():\n"
         "    for t in ['{devices=[4,2]<=[2]}', '{devices=[65536,65536]<=[4294967296]}', '{maximal device=-1}']:\n"
@@ -134,13 +140,39 @@ MODEL_CRASHES = {
         "    mhlo.read(ir.StringAttr.get('{devices=[2,2]0,1,2,3 last_tile_dims={manual, replicated, manual}}'))",
         r"HloParseError: .*subgroup types .* repeat",
     ),
-    # What crashed after those: a later, unrelated allocation hit the corrupted heap (model-crash-32/33/34/41/42/
-    # 44/45/46/47/52/53/59/60/65/66, array-crash-102/103/104/106/107/108). The same sequence is now clean.
-    "model-crash-32/45/65 (make_ir_context after a malformed string)": (
-        "try: sk.GSPMDSharding(devs[:4], '{devices=[4,0,-8]6,5,-1,0}')\nexcept ValueError: pass\n"
-        "for _ in range(3): jax.interpreters.mlir.make_ir_context()\n"
+    # What crashed after those: a later, unrelated allocation hit the corrupted heap (array-crash-102/103/104/106/
+    # 107/108 and the model-crash cases below). The same sequences are now clean.
+    "model-crash-32 model-crash-33 model-crash-45 model-crash-65 (make_ir_context after a malformed string)": (
+        AFTER_MALFORMED + "for _ in range(3): jax.interpreters.mlir.make_ir_context()\n"
+        "from shardkit.dialects import mhlo\n"
         "out = NS(sk.make_mesh((2, 2, 2), ('a', 'b', 'c')), P(None, ('a', 'b'))).shard_shape((4, 8))",
         r"ok: \(4, 2\)",
+    ),
+    "model-crash-42 model-crash-44 model-crash-67 (the pass API after a malformed string)": (
+        AFTER_MALFORMED + "from jaxlib.mlir import ir\nctx = context()\n"
+        'm = ir.Module.parse(\'func.func @main(%arg0: tensor<8xf32> {mhlo.sharding = "{devices=[4,2]<=[2]}"}) '
+        "-> tensor<8xf32> {\\n  return %arg0 : tensor<8xf32>\\n}', ctx)\n"
+        "sk.passes.run_pipeline(m, 'import-gspmd')",
+        r"PassError: Pass 'import-gspmd' failed:\n  -:1:1: error: 'func.func' op arg 0 - cannot import mhlo.sharding "
+        r"\{devices=\[4,2\]<=\[2\]\}: .*iota reshape \[2\]",
+    ),
+    "model-crash-34 model-crash-41 model-crash-46 model-crash-47 model-crash-52 model-crash-53 model-crash-59 "
+    "model-crash-60 model-crash-66 (named shardings against jax after a malformed string)": (
+        AFTER_MALFORMED + "import pickle\nfrom tests.jax_oracle import jax_named\n"
+        "meshes = {'mesh_222': sk.make_mesh((2, 2, 2), ('x', 'y', 'z')), 'mesh_8': sk.make_mesh((8,), ('i',)),\n"
+        "          'mesh_rev': sk.Mesh(np.array(devs[::-1]).reshape(4, 2), ('x', 'y')), 'mesh': mesh,\n"
+        "          'unpickled': pickle.loads(pickle.dumps(mesh))}\n"
+        "specs = [('mesh_222', P(), (8, 8)), ('mesh_8', P(None, 'i', None), (2, 8, 2)), ('unpickled', P(None), (8,)),\n"
+        "         ('mesh', P('x'), (8, 2)), ('mesh', P(None, ('x', 'y')), (2, 8)), ('mesh', P('x', None), (8, 4)),\n"
+        "         ('mesh_8', P(), (8,)), ('mesh', P(('y',), 'x'), (8, 4)), ('mesh_rev', P(), (4, 4))]\n"
+        "out = []\n"
+        "for name, spec, shape in specs:\n"
+        "    s = NS(meshes[name], spec)\n"
+        "    j = jax_named(s)\n"
+        "    out.append(dict(s.devices_indices_map(shape)) == j.devices_indices_map(shape)\n"
+        "               and s.is_equivalent_to(NS(meshes[name], spec), len(shape)))\n"
+        "out = all(out)",
+        r"ok: True",
     ),
     # Shardy attributes.
     "model-crash-29": (
@@ -166,7 +198,7 @@ MODEL_CRASHES = {
         "with context(): t.build()",
         r"ValueError: .*names axis \"y\", which mesh <\[\"_axis_0\"=3\]> does not have",
     ),
-    "model-crash-43/57/58/61 (odd axis names round-trip)": (
+    "model-crash-43 model-crash-57 model-crash-58 model-crash-61 (odd axis names round-trip)": (
         "meshes = [sdy.SdyMesh((('a\\\\b', 8),), tuple(range(8))), sdy.SdyMesh((('x\"y', 3), ('\\u00e9', 4))),\n"
         "          sdy.SdyMesh((('\\u00e9', 1), ('x\"y', 2)))]\n"
         "with context(): out = [sdy.SdyMesh.from_attr(m.build()) == m for m in meshes]",
@@ -181,6 +213,15 @@ MODEL_CRASHES = {
         r"ValueError: .*names axis \"x\", which mesh <\[\]> does not have",
     ),
     "model-crash-51": ("sk.Mesh(np.array(devs[:1]).reshape(()), None)", r"TypeError: axis_names must be a str"),
+    "model-crash-37 (a module pass nested on func.func)": (
+        "text = 'dedup-meshes ,func.func(sdy-import-pipeline) ,dedup-meshes'\n"
+        "assert len(sk.passes.parse_pipeline(text)) == 3\nsk.passes.PassManager(text)",
+        r"ValueError: Pass pipeline 'sdy-import-pipeline' cannot run nested on 'func.func'",
+    ),
+    "model-crash-62 (a pipeline of unknown passes)": (
+        "sk.passes.PassManager('builtin.module(canonicalise ,- ,print-ir ,propagate)')",
+        r"UnknownPassError: Unknown pass 'canonicalise'.*Did you mean 'canonicalize'",
+    ),
     "model-crash-63": (
         "s = sk.PositionalSharding(devs).replicate(None).T.transpose(0)\n"
         "out = np.asarray(sk.device_put(np.arange(8.0), s)).tolist()",
@@ -322,6 +363,7 @@ def test_sdy_forms_refuse_what_shardy_forbids():
 
 
 def test_sdy_parse_errors_are_named_or_located():
+    """model-unclean-84: MLIR's own parse error is the located diagnostic (``1:14: unbalanced '<'``)."""
     with pytest.raises(ValueError, match="no text"):
         sdy.SdyTensorSharding.parse("", context())
     with pytest.raises(TypeError, match="needs an MLIR context"):
@@ -332,49 +374,165 @@ def test_sdy_parse_errors_are_named_or_located():
         sdy.SdyTensorSharding.parse("#sdy.sharding<@mesh, [{}]", context())
 
 
+def case(id_: str, make, error: type[Exception], message: str):
+    """A named-error case whose test id names the fuzz catalogue entries it reproduces."""
+    return pytest.param(make, error, message, id=id_)
+
+
+# The unclean entries of the catalogue list only the error they leaked; each input below is rebuilt from it.
 DEVICE_ERRORS = [
-    # model-unclean-71/73/80/88/89/90, array-unclean-109/110/119: a device that is an int, a str, None or a list.
-    (lambda: sk.SingleDeviceSharding(0), TypeError, r"SingleDeviceSharding's device must be a jax Device.*got 0"),
-    (lambda: sk.SingleDeviceSharding("cpu:0"), TypeError, r"must be a jax Device.*got 'cpu:0'"),
-    (lambda: sk.SingleDeviceSharding(DEVS[:2]), TypeError, r"must be a jax Device.*got \[CpuDevice"),
-    (lambda: sk.Mesh(np.arange(8).reshape(4, 2), ("x", "y")), TypeError, r"Mesh devices must be jax Devices.*entry 0"),
-    (lambda: sk.Mesh([DEVS[0], 3], ("x",)), TypeError, r"entry 1 is 3 \(int\)"),
-    (lambda: sk.make_mesh((2,), ("x",), devices=["a", "b"]), TypeError, r"entry 0 is 'a' \(str\)"),
-    (lambda: sk.GSPMDSharding([0, 1], "{devices=[2]0,1}"), TypeError, "GSPMDSharding devices must be jax Devices"),
-    (lambda: sk.GSPMDSharding(None, "{replicated}"), TypeError, r"entry 0 is None"),
-    (lambda: sk.PositionalSharding([0, 1]), TypeError, "PositionalSharding devices must be jax Devices"),
-    (lambda: sk.PmapSharding(["cpu"]), TypeError, "PmapSharding devices must be jax Devices"),
-    (lambda: sk.PositionalSharding([]), ValueError, "must name at least one device"),
-    (lambda: sk.Mesh([DEVS[0], DEVS[0]], ("x",)), ValueError, r"Mesh devices must be unique"),
-    (lambda: NS(MESH, P("x"), memory_kind=3), TypeError, "memory_kind must be a str or None, got 3"),
-    # model-unclean-77/79/81/82/86/91, array-unclean-111/115/116/118/120/121: None, zero and negative sizes.
-    (lambda: sk.make_mesh((0,), ("x",)), ValueError, r"axis sizes must be positive, got \(0,\)"),
-    (lambda: sk.make_mesh((-1, 8), ("x", "y")), ValueError, r"got \(-1, 8\)"),
-    (lambda: sk.make_mesh(None, ("x",)), TypeError, "axis_shapes must be a sequence of ints, got None"),
-    (lambda: sk.make_mesh((2.5,), ("x",)), TypeError, r"got \(2.5,\)"),
-    (lambda: sk.make_mesh((None,), ("x",)), TypeError, r"got \(None,\)"),
-    (lambda: sk.Mesh(np.empty((0,), object), ("x",)), ValueError, "Mesh axis 'x' has size 0"),
-    (lambda: sk.Mesh(np.array(DEVS).reshape(4, 2), None), TypeError, "axis_names must be a str or a sequence"),
-    (lambda: sk.AbstractMesh(None, ("x",)), TypeError, "axis_sizes must be a sequence, got None"),
-    (lambda: sk.AbstractMesh((0,), ("x",)), ValueError, "positive integer size"),
-    (lambda: NS(None, P()), TypeError, r"needs a Mesh or AbstractMesh \(shardkit.s or jax.s\), got NoneType"),
-    (lambda: NS(EMPTY_MESH, P()), ValueError, "needs a mesh with devices, got the empty mesh"),
-    (lambda: NS(MESH, P("x")).shard_shape(None), TypeError, "array shape is a sequence of ints, got None"),
-    (lambda: NS(MESH, P("x")).devices_indices_map((-8,)), ValueError, r"non-negative, got shape \(-8,\)"),
-    (lambda: sk.PmapSharding.default(None), TypeError, "array shape is a sequence of ints"),
-    (
+    # A device that is an int, a str, None or a list.
+    case("model-unclean-71", lambda: sk.SingleDeviceSharding(0), TypeError, r"device must be a jax Device.*got 0"),
+    case("array-unclean-110", lambda: sk.SingleDeviceSharding("cpu:0"), TypeError, r"Device.*got 'cpu:0'"),
+    case("array-unclean-109", lambda: sk.device_put(1.0, 0), TypeError, r"a Device or None; got 0"),
+    case("array-unclean-110 (device_put)", lambda: sk.device_put(1.0, "cpu:0"), TypeError, r"a Device or None; got"),
+    case("model-unclean-73", lambda: sk.SingleDeviceSharding(DEVS[:2]), TypeError, r"Device.*got \[CpuDevice"),
+    case(
+        "model-unclean-88",
+        lambda: sk.Mesh(np.arange(8).reshape(4, 2), ("x", "y")),
+        TypeError,
+        r"Mesh devices must be jax Devices.*entry 0",
+    ),
+    case("model-unclean-88 (one entry)", lambda: sk.Mesh([DEVS[0], 3], ("x",)), TypeError, r"entry 1 is 3 \(int\)"),
+    case(
+        "model-unclean-80", lambda: sk.make_mesh((2,), ("x",), devices=["a", "b"]), TypeError, r"entry 0 is 'a' \(str\)"
+    ),
+    case(
+        "array-unclean-119",
+        lambda: sk.Mesh(np.array(["a"] * 8).reshape(4, 2), ("x", "y")),
+        TypeError,
+        r"entry 0 is np.str_\('a'\)",
+    ),
+    case("array-unclean-113", lambda: sk.Mesh([DEVS[0], None], ("x",)), TypeError, r"entry 1 is None"),
+    case("model-unclean-89", lambda: sk.GSPMDSharding([0, 1], "{devices=[2]0,1}"), TypeError, "must be jax Devices"),
+    case("model-unclean-83", lambda: sk.GSPMDSharding(None, "{replicated}"), TypeError, r"entry 0 is None"),
+    case("model-unclean-89 (positional)", lambda: sk.PositionalSharding([0, 1]), TypeError, "must be jax Devices"),
+    case("model-unclean-90", lambda: sk.PmapSharding(["cpu"]), TypeError, "PmapSharding devices must be jax Devices"),
+    case("no devices", lambda: sk.PositionalSharding([]), ValueError, "must name at least one device"),
+    case("repeated devices", lambda: sk.Mesh([DEVS[0], DEVS[0]], ("x",)), ValueError, r"Mesh devices must be unique"),
+    case("memory_kind", lambda: NS(MESH, P("x"), memory_kind=3), TypeError, "memory_kind must be a str or None, got 3"),
+    # None, zero and negative sizes.
+    case("model-unclean-91", lambda: sk.make_mesh((0,), ("x",)), ValueError, r"sizes must be positive, got \(0,\)"),
+    case("model-unclean-81", lambda: sk.make_mesh((-1, 8), ("x", "y")), ValueError, r"got \(-1, 8\)"),
+    case("model-unclean-77", lambda: sk.make_mesh(None, ("x",)), TypeError, "axis_shapes must be a sequence of ints"),
+    case("float size", lambda: sk.make_mesh((2.5,), ("x",)), TypeError, r"got \(2.5,\)"),
+    case("model-unclean-79", lambda: sk.make_mesh((None,), ("x",)), TypeError, r"got \(None,\)"),
+    case("model-unclean-82", lambda: sk.make_mesh(8, "x"), TypeError, "axis_shapes must be a sequence of ints, got 8"),
+    case("model-unclean-82 (shape)", lambda: NS(MESH, P("x")).shard_shape(8), TypeError, "sequence of ints, got 8"),
+    case("model-unclean-82 (abstract)", lambda: sk.AbstractMesh(8, ("x",)), TypeError, "must be a sequence, got 8"),
+    case("model-unclean-91 (axis)", lambda: sk.Mesh(np.empty((0,), object), ("x",)), ValueError, "'x' has size 0"),
+    case("axis_names", lambda: sk.Mesh(np.array(DEVS).reshape(4, 2), None), TypeError, "axis_names must be a str"),
+    case("axis_sizes", lambda: sk.AbstractMesh(None, ("x",)), TypeError, "axis_sizes must be a sequence, got None"),
+    case("abstract size 0", lambda: sk.AbstractMesh((0,), ("x",)), ValueError, "positive integer size"),
+    case(
+        "no mesh", lambda: NS(None, P()), TypeError, r"needs a Mesh or AbstractMesh \(shardkit.s or jax.s\), got None"
+    ),
+    case("empty mesh", lambda: NS(EMPTY_MESH, P()), ValueError, "needs a mesh with devices, got the empty mesh"),
+    case("no shape", lambda: NS(MESH, P("x")).shard_shape(None), TypeError, "array shape is a sequence of ints"),
+    case("negative shape", lambda: NS(MESH, P("x")).devices_indices_map((-8,)), ValueError, r"non-negative, got"),
+    case("pmap shape", lambda: sk.PmapSharding.default(None), TypeError, "array shape is a sequence of ints"),
+    case(
+        "model-unclean-86",
         lambda: sk.PositionalSharding(DEVS).replicate(0, False).replicate(0, False),
         ValueError,
         "out of bounds for a PositionalSharding of rank",
     ),
-    (lambda: P().axes_of(-9), ValueError, "non-negative int; got -9"),
-    # model-unclean-74: an axis name that is not a str reached str.replace; model-unclean-92/94: positions beyond
-    # the device list; model-unclean-87/95: std::bad_alloc from huge tile assignments.
-    (lambda: sdy.SdyMesh(((1, 2),)), TypeError, r"\(str, int\) pairs"),
-    (lambda: sk.GSPMDSharding(DEVS[:2], "{devices=[2]5,6}"), ValueError, r"each device 0..1 exactly once"),
-    (lambda: sk.GSPMDSharding(DEVS, "{devices=[65536,65536]<=[4294967296]}"), ValueError, "at most 1048576"),
-    (lambda: sk.GSPMDSharding(DEVS, None), TypeError, "op_sharding must be an HloSharding"),
-    (lambda: sk.jit(lambda a: a, static_argnums="a"), TypeError, "static_argnums must be"),
+    # Ranks and dimensions out of range (IndexError), None compared with an int (TypeError '<').
+    case("model-unclean-75", lambda: NS(MESH, P("x", "y")).shard_shape((8,)), ValueError, "rank at least 2"),
+    case("model-unclean-75 (pmap)", lambda: sk.PmapSharding.default((8,), 3), ValueError, "sharded_dim 3 is out of"),
+    case(
+        "model-unclean-75 (hlo)",
+        lambda: sk.GSPMDSharding(DEVS, "{devices=[4,2]<=[8]}").shard_shape((8,)),
+        ValueError,
+        "tiles 2 dimensions, but the array has rank 1",
+    ),
+    case("model-unclean-76", lambda: P().axes_of(None), ValueError, "non-negative int; got None"),
+    case("model-unclean-76 (sub-axis)", lambda: sdy.SdyAxisRef("x", (None, 2)), TypeError, r"got \(None, 2\)"),
+    case("axes_of", lambda: P().axes_of(-9), ValueError, "non-negative int; got -9"),
+    case(
+        "model-unclean-78",
+        lambda: NS(MESH, P("x")).is_equivalent_to(NS(MESH, P("x")).to_jax(), 1),
+        TypeError,
+        "is_equivalent_to needs a Sharding, got NamedSharding",
+    ),
+    # An axis name that is not a str reached str.replace; positions beyond the device list; std::bad_alloc from
+    # huge tile assignments.
+    case("model-unclean-74", lambda: sdy.SdyMesh(((1, 2),)), TypeError, r"\(str, int\) pairs"),
+    case(
+        "model-unclean-92 model-unclean-94 array-unclean-122",
+        lambda: sk.GSPMDSharding(DEVS[:2], "{devices=[2]5,6}"),
+        ValueError,
+        r"each device 0..1 exactly once",
+    ),
+    case(
+        "array-unclean-122 (maximal)",
+        lambda: sk.GSPMDSharding(DEVS, "{maximal device=8}"),
+        ValueError,
+        "names device position 8, but only 8 devices",
+    ),
+    case(
+        "model-unclean-87 model-unclean-95",
+        lambda: sk.GSPMDSharding(DEVS, "{devices=[65536,65536]<=[4294967296]}"),
+        ValueError,
+        "at most 1048576",
+    ),
+    case("op_sharding", lambda: sk.GSPMDSharding(DEVS, None), TypeError, "op_sharding must be an HloSharding"),
+    case("static_argnums", lambda: sk.jit(lambda a: a, static_argnums="a"), TypeError, "static_argnums must be"),
+    # Constructing arrays.
+    case(
+        "array-unclean-115",
+        lambda: sk.make_array_from_single_device_arrays((8,), NS(MESH, P("x")), None),
+        TypeError,
+        "arrays must be a sequence of single-device arrays, got None",
+    ),
+    case(
+        "array-unclean-115 (callback)",
+        lambda: sk.make_array_from_callback((8,), NS(MESH, P("x")), None),
+        TypeError,
+        "data_callback must be a function of an index, got None",
+    ),
+    case(
+        "array-unclean-111",
+        lambda: sk.make_array_from_single_device_arrays(None, NS(MESH, P("x")), []),
+        TypeError,
+        "array shape is a sequence of ints, got None",
+    ),
+    case(
+        "array-unclean-116",
+        lambda: sk.make_array_from_callback((None,), NS(MESH, P("x")), np.ones),
+        TypeError,
+        r"array shape is a sequence of ints, got \(None,\)",
+    ),
+    case(
+        "array-unclean-117",
+        lambda: sk.make_array_from_callback((8,), None, np.ones),
+        TypeError,
+        "sharding must be a shardkit Sharding, got NoneType",
+    ),
+    case(
+        "array-unclean-117 (single-device arrays)",
+        lambda: sk.make_array_from_single_device_arrays((8,), None, []),
+        TypeError,
+        "sharding must be a shardkit Sharding, got NoneType",
+    ),
+    case(
+        "array-unclean-118",
+        lambda: sk.make_array_from_callback((-8,), NS(MESH, P("x")), np.ones),
+        ValueError,
+        r"non-negative, got shape \(-8,\)",
+    ),
+    case(
+        "array-unclean-119 (pieces)",
+        lambda: sk.make_array_from_single_device_arrays((8,), NS(MESH, P("x")), ["a"]),
+        TypeError,
+        "Per-device array 0 must be a shardkit or jax Array on one device, got str",
+    ),
+    case(
+        "array-unclean-123",
+        lambda: sk.load("func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n  return %a : tensor<8xf32>\n}"),
+        ValueError,
+        "has no function @main to run",
+    ),
 ]
 
 
@@ -382,6 +540,77 @@ DEVICE_ERRORS = [
 def test_model_unclean_errors_are_named(make, error, message):
     with pytest.raises(error, match=message):
         make()
+
+
+def test_meshes_are_immutable_as_jax_meshes_are():
+    """model-unclean-85: setting an attribute of a mesh is Python's AttributeError for an immutable object, naming
+    the attribute; jax's AbstractMesh and Mesh refuse it the same way (as frozen dataclasses do)."""
+    for mesh, jax_mesh in [(sk.AbstractMesh((2, 4), ("x", "y")), jax.sharding.AbstractMesh((2, 4), ("x", "y")))]:
+        with pytest.raises(AttributeError, match="Cannot set 'x': AbstractMesh objects are immutable"):
+            mesh.x = 1
+        with pytest.raises(AttributeError):
+            jax_mesh.x = 1
+    with pytest.raises(AttributeError, match="Cannot set 'axis_names': Mesh objects are immutable"):
+        MESH.axis_names = ("a", "b")
+
+
+def test_a_deleted_array_is_a_runtime_error_as_in_jax():
+    """array-unclean-114 (an AttributeError with no message; its input is not in the catalogue): every accessor of
+    a deleted Array's data says it was deleted, as jax does; what does not need the data still answers."""
+    x = sk.device_put(np.ones((8, 4), np.float32), NS(MESH, P("x", "y")))
+    x.delete()
+    for use in [
+        lambda: x.addressable_shards,
+        lambda: x.global_shards,
+        lambda: x.devices(),
+        lambda: x.addressable_data(0),
+        lambda: x.on_device_size_in_bytes(),
+        lambda: x.block_until_ready(),
+        lambda: x.copy_to_host_async(),
+        lambda: x.unsafe_buffer_pointer(),
+        lambda: x[0],
+        lambda: x.tolist(),
+        lambda: pickle.dumps(x),
+        lambda: jax.numpy.sum(x),
+    ]:
+        with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[8,4\]"):
+            use()
+    assert (x.shape, x.sharding, x.is_deleted()) == ((8, 4), NS(MESH, P("x", "y")), True)
+
+
+def test_zero_size_arrays_are_placed_and_lowered_as_jax_does():
+    """array-unclean-120, array-unclean-121, lower-unclean-125 (ZeroDivisionError from sizes of 0; their inputs
+    are not in the catalogue): zero-size arrays through the constructors, device_put and jit, against jax.
+
+    Where XLA compiles a zero-size output replicated, jax still reports the requested sharding (its (0, 8) pieces
+    then disagree with its shard_shape (0, 1), and np.asarray of that jax Array raises); shardkit reports what XLA
+    compiled, so pieces and sharding agree. Every value here is zeros (empty, or a sum over nothing).
+    """
+    s = NS(MESH, P("x"))
+    host = np.ones((0, 3), np.float32)
+    got = [
+        sk.make_array_from_process_local_data(s, host),
+        sk.make_array_from_callback((0, 3), s, lambda i: host[i]),
+        sk.device_put(np.ones((0,), np.float32), sk.PositionalSharding(DEVS)),
+        sk.jit(lambda a: a * 2, out_shardings=NS(MESH, P(("x", "y"))))(np.ones((0,), np.float32)),
+        sk.jit(lambda a: a.sum(0), in_shardings=s)(host),
+        sk.jit(lambda a: jax.numpy.zeros((0, 8)), out_shardings=NS(MESH, P(None, ("x", "y"))))(1.0),
+    ]
+    js = s.to_jax(2)
+    want = [
+        jax.make_array_from_process_local_data(js, host),
+        jax.make_array_from_callback((0, 3), js, lambda i: host[i]),
+        jax.device_put(np.ones((0,), np.float32), NS(MESH, P("x")).to_jax(1)),
+        jax.jit(lambda a: a * 2, out_shardings=NS(MESH, P(("x", "y"))).to_jax(1))(np.ones((0,), np.float32)),
+        jax.jit(lambda a: a.sum(0), in_shardings=js)(host),
+        jax.jit(lambda a: jax.numpy.zeros((0, 8)), out_shardings=NS(MESH, P(None, ("x", "y"))).to_jax(2))(1.0),
+    ]
+    for g, w in zip(got, want):
+        assert (g.shape, g.dtype) == (w.shape, w.dtype)
+        np.testing.assert_array_equal(np.asarray(g), np.zeros(w.shape, w.dtype))
+        assert all(sh.data.shape == g.sharding.shard_shape(g.shape) for sh in g.addressable_shards)
+    for g, w in zip(got[:3], want[:3]):
+        assert [sh.index for sh in g.addressable_shards] == [sh.index for sh in w.addressable_shards]
 
 
 def test_devices_of_another_client_are_refused():
@@ -474,6 +703,13 @@ ARRAY_CRASHES = {
         "lo = sk.jit(lambda a: sk.with_sharding_constraint(a + 1, NS(mesh, P('y', 'x'))) * 2).lower(fresh())\n"
         "c = lo.compile(passes='sdy-close-shardings'); out = np.asarray(c(fresh()))[1].tolist()",
         r"ok: \[10.0, 12.0, 14.0, 16.0\]",
+    ),
+    "array-crash-105 (the single_device_arrays case, against the host value)": (
+        "s = NS(mesh, P('y', 'x')); full = np.arange(32, dtype=np.float32).reshape(8, 4)\n"
+        "arrays = [jax.device_put(full[i], d) for d, i in s.addressable_devices_indices_map((8, 4)).items()]\n"
+        "x = sk.make_array_from_single_device_arrays((8, 4), s, arrays)\n"
+        "out = np.array_equal(np.asarray(x), full) and x.sharding == s",
+        r"ok: True",
     ),
     "array-crash-106": ("a = fresh(); a.delete(); a.to_jax()", r"RuntimeError: Array has been deleted"),
     "array-crash-107": ("out = float(sk.device_put(float('nan'), NS(mesh, P())))", r"ok: nan"),

@@ -183,6 +183,17 @@ def shape(type_: ir.Type) -> tuple[int, ...]:
 # -- the sdy.mesh symbols ----------------------------------------------------------------------------------
 
 
+def module_int(module: ir.Module, key: str) -> int | None:
+    """The integer module attribute ``key`` (``mhlo.num_partitions``, ...), None when absent; ValueError naming
+    it when it holds something else (the bindings' cast would only say "Cannot cast attribute")."""
+    attrs = module.operation.attributes
+    if key not in attrs:
+        return None
+    if not isinstance(attrs[key], ir.IntegerAttr):
+        raise ValueError(f"{key} must be an integer attribute, got {attrs[key]}")
+    return ir.IntegerAttr(attrs[key]).value
+
+
 def mesh_ops(module: ir.Module) -> Iterator[ir.Operation]:
     return (op.operation for op in module.body.operations if op.operation.name == "sdy.mesh")
 

@@ -173,7 +173,10 @@ def build(hlo: HloSharding) -> ir.StringAttr:
 
 
 def read(attr: ir.Attribute) -> HloSharding:
-    """The HloSharding held by an ``mhlo.sharding`` string attribute (ValueError when it does not parse)."""
+    """The HloSharding held by an ``mhlo.sharding`` string attribute (HloParseError when it does not parse or is
+    not a string)."""
+    if not isinstance(attr, ir.StringAttr):
+        raise HloParseError(str(attr), "an HLO sharding is a string attribute")
     return parse(ir.StringAttr(attr).value)
 
 

@@ -124,8 +124,7 @@ class _Reader:
             names, sizes, order = tuple(mesh.axis_names), tuple(s for _, s in mesh.shape_tuple), None
         self.names, self.sizes = names, sizes
         self.axes = tuple(zip(names, sizes)) if names else None
-        attrs = module.operation.attributes
-        partitions = int(ir.IntegerAttr(attrs["mhlo.num_partitions"]).value) if "mhlo.num_partitions" in attrs else 1
+        partitions = irx.module_int(module, irx.NUM_PARTITIONS) or 1
         self.num_devices = math.prod(sizes) if names else partitions
         if devices is not None and isinstance(mesh, Mesh):
             self.positions = groups_.mesh_positions(devices, mesh)

@@ -168,16 +168,11 @@ def _main(module: ir.Module, where: str) -> ir.OpView:
 # -- devices -----------------------------------------------------------------------------------------------
 
 
-def _attr_int(module: ir.Module, key: str) -> int | None:
-    attrs = module.operation.attributes
-    return ir.IntegerAttr(attrs[key]).value if key in attrs else None
-
-
 def _num_partitions(module: ir.Module, name: str, meshes: dict[str, SdyMesh], main: ir.OpView) -> int:
-    replicas = _attr_int(module, irx.NUM_REPLICAS)
+    replicas = irx.module_int(module, irx.NUM_REPLICAS)
     if replicas not in (None, 1):
         raise LoadError(f"{name} has mhlo.num_replicas = {replicas}; shardkit runs SPMD programs of one replica.")
-    partitions = _attr_int(module, irx.NUM_PARTITIONS)
+    partitions = irx.module_int(module, irx.NUM_PARTITIONS)
     sized = {f"sdy mesh @{n} {m.body}": m.size for n, m in meshes.items() if m.axes}
     if partitions is None:
         hlo_sizes = [

@@ -54,9 +54,10 @@ class Diagnostic:
         return self.line > 0
 
     def renamed(self, file: str) -> Diagnostic:
-        """The same diagnostic for another buffer name (the parser calls every string buffer ``-``)."""
+        """The same diagnostic for another buffer name (the parser calls every string buffer ``-``); one at no
+        location (an op at ``loc(unknown)``) is placed in that buffer, so it still names its input."""
         notes = tuple(n.renamed(file) for n in self.notes)
-        return dataclasses.replace(self, file=file if self.file == "-" else self.file, notes=notes)
+        return dataclasses.replace(self, file=file if self.file in ("-", "") else self.file, notes=notes)
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}:{self.col}" if self.line else (self.file or "<unknown>")

@@ -33,10 +33,8 @@ class ImportGSPMD(Pass):
             try:
                 mesh, tensor = forms.hlo_to_sdy(mhlo.read(text), irx.rank(site.type))
             except (ValueError, RuntimeError) as e:  # xla raises RuntimeError for unparsable strings
-                self.emit_error(
-                    site.op,
-                    f"{site.label} - cannot import mhlo.sharding {ir.StringAttr(text).value}: {diagnostics.clause(e)}",
-                )
+                shown = ir.StringAttr(text).value if isinstance(text, ir.StringAttr) else text
+                self.emit_error(site.op, f"{site.label} - cannot import mhlo.sharding {shown}: {diagnostics.clause(e)}")
                 return None
             dims = tuple(dataclasses.replace(d, is_open=i in open_dims) for i, d in enumerate(tensor.dims))
             return dataclasses.replace(tensor, mesh=table.name(mesh), dims=dims)

@@ -16,6 +16,7 @@ import math
 from jaxlib.mlir import ir
 
 from shardkit.dialects import ir as irx, mhlo, sdy as forms
+from shardkit.passes import diagnostics
 from shardkit.passes.base import Pass
 
 
@@ -26,11 +27,15 @@ class VerifyShardings(Pass):
     name = "verify-shardings"
 
     def apply(self, module: ir.Module) -> None:
-        attrs = module.operation.attributes
-        partitions = ir.IntegerAttr(attrs[irx.NUM_PARTITIONS]).value if irx.NUM_PARTITIONS in attrs else None
-        meshes = irx.meshes(module)
+        partitions = irx.module_int(module, irx.NUM_PARTITIONS)
+        meshes = {}
         for op in irx.mesh_ops(module):
-            self._check_mesh(op, irx.mesh_of(op), partitions)
+            try:
+                meshes[irx.symbol_name(op)] = mesh = irx.mesh_of(op)
+            except ValueError as e:  # a mesh MLIR accepts but shardkit cannot enumerate (too many devices)
+                self.emit_error(op, diagnostics.clause(e))
+                continue
+            self._check_mesh(op, mesh, partitions)
         for site in irx.walk_shardings(module):
             found = site.shardings
             if irx.SDY_SHARDING in found and irx.MHLO_SHARDING in found:
@@ -92,12 +97,12 @@ class VerifyShardings(Pass):
 
     def _check_hlo(self, site: irx.Site, attr: ir.Attribute, partitions: int | None) -> None:
         where, label = site.op, site.label
-        text = ir.StringAttr(attr).value
         try:
             hlo = mhlo.read(attr)
         except mhlo.HloParseError as e:
-            self.emit_error(where, f"{label} - invalid mhlo.sharding {text!r}: {e.reason}")
+            self.emit_error(where, f"{label} - invalid mhlo.sharding {e.text!r}: {e.reason}")
             return
+        text = ir.StringAttr(attr).value
         if hlo.tuple_elements() or hlo.is_replicated() or hlo.is_manual():
             return
         devices = hlo.tile_assignment_devices()  # each device once: mhlo.read refuses a repeat

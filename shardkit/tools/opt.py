@@ -228,7 +228,7 @@ class OptMain:
         try:
             pm.run(module)
         except PassError as e:
-            return _Result(found + [self._locate(d.renamed(name), e, module) for d in e.diagnostics])
+            return _Result(found + [self._locate(d, e, module).renamed(name) for d in e.diagnostics])
         found += [d.renamed(name) for d in pm.warnings]
         printed = self._print(module)
         unparsable = _does_not_parse_back(printed, module, ctx, name)

@@ -15,6 +15,7 @@ as ``error: message``.
 from __future__ import annotations
 
 import functools
+import os
 
 from shardkit.passes.diagnostics import Diagnostic
 
@@ -64,6 +65,8 @@ def _split(text: str) -> list[str]:
 
 @functools.lru_cache(maxsize=16)
 def _file_lines(file: str) -> list[str]:
+    if not os.path.isfile(file):  # a location may name anything: a missing file, a directory, /dev/zero
+        return []
     try:
         with open(file, encoding="utf-8", errors="replace") as f:
             return _split(f.read())

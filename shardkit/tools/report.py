@@ -123,8 +123,7 @@ class ReportMain(ToolMain):
             sizes, names = tuple(s for _, s in own.axes), tuple(n for n, _ in own.axes)
         else:
             sizes, names = (), ()
-        attr = module.operation.attributes
-        count = int(ir.IntegerAttr(attr["mhlo.num_partitions"]).value) if "mhlo.num_partitions" in attr else 1
+        count = irx.module_int(module, irx.NUM_PARTITIONS) or 1
         count = max(count, math.prod(sizes) if names else 1)
         ensure_cpu_devices(count)
         import shardkit as sk
