@@ -658,7 +658,7 @@ def _requested_dtype(dtype: Any, found: np.dtype | None, fname: str) -> np.dtype
                 f"`shardkit.{fname}`."
             )
         return found
-    dtype = _canonical_dtype(np.dtype(dtype))
+    dtype = device_dtype(np.dtype(dtype))
     if found is not None and found != dtype:
         raise ValueError(
             f"If `dtype` is provided to `shardkit.{fname}`, it must match the dtype of the addressable shards. "
@@ -668,8 +668,9 @@ def _requested_dtype(dtype: Any, found: np.dtype | None, fname: str) -> np.dtype
 
 
 @memoize(maxsize=None)
-def _canonical_dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype a host value of ``dtype`` has on devices: jax's canonical one, in native byte order.
+def device_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a host value of ``dtype`` has on devices: jax's canonical one, in native byte order. Every
+    path that takes host data asks this one function (``device_put``, jit arguments, their lowering).
 
     TypeError for what devices cannot hold (objects, strings, dates, records). A non-native byte order
     (``>i4`` on a little-endian host) is converted, as numpy's ``astype`` does (jax 0.10 refuses it).
@@ -709,7 +710,7 @@ def make_array_from_callback(
     values: dict[int, np.ndarray] = {}
     for pos in layout.distinct:
         value = np.asarray(data_callback(index_map[layout.devices[pos]]))
-        this = _canonical_dtype(value.dtype)
+        this = device_dtype(value.dtype)
         if not values:
             dtype = _requested_dtype(dtype, this, "make_array_from_callback")
         if this != dtype:
@@ -806,7 +807,7 @@ def _host_value(x: Any) -> tuple[np.ndarray, np.dtype, bool]:
     """(numpy value, canonical dtype, weak_type) of a host value: Python scalars are weakly typed, as in jax."""
     weak = isinstance(x, (int, float, complex)) and not isinstance(x, (bool, np.generic))
     value = np.asarray(x)
-    dtype = _canonical_dtype(value.dtype)
+    dtype = device_dtype(value.dtype)
     if weak and isinstance(x, int) and not np.can_cast(np.min_scalar_type(x), dtype):
         raise OverflowError(f"Python int {x} too large to convert to {dtype}.")
     return value, dtype, weak

@@ -879,3 +879,15 @@ def test_the_check_is_cheap_to_reach_again():
     mhlo.parse("{devices=[4,2]<=[8]}")
     info = hlo_check.check_text.cache_info()
     assert (info.hits, info.misses) == (1, 1)
+
+
+def test_jit_arguments_take_host_dtypes_as_device_put_does():
+    # One rule for host data (array.device_dtype): a non-native byte order is converted on every path, and a
+    # dtype devices cannot hold is a TypeError naming the argument.
+    f = sk.jit(lambda a: a + 1)
+    big = np.arange(4, dtype=">i4")
+    np.testing.assert_array_equal(np.asarray(f(big)), np.arange(4) + 1)
+    compiled = f.lower(np.arange(4, dtype=np.int32)).compile()
+    np.testing.assert_array_equal(np.asarray(compiled(big)), np.arange(4) + 1)
+    with pytest.raises(TypeError, match=r"Argument args\[0\]: Arrays of dtype <U1 cannot be placed on devices"):
+        f(np.array(["a"]))

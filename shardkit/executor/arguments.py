@@ -24,7 +24,18 @@ import jax
 import numpy as np
 
 from shardkit import _jaxlib
-from shardkit.array import Array, alive, asarray, deleted_piece, device_put, is_array, sharding_mismatch, shared, wrap
+from shardkit.array import (
+    Array,
+    alive,
+    asarray,
+    deleted_piece,
+    device_dtype,
+    device_put,
+    is_array,
+    sharding_mismatch,
+    shared,
+    wrap,
+)
 from shardkit.caching import memoize
 from shardkit.lowering import PY_SCALARS, ShapeDtypeStruct
 from shardkit.mesh import current_mesh
@@ -58,7 +69,7 @@ class ArgumentHandler:
                 raise self._deleted(x)
             return x._impl
         if isinstance(x, (np.ndarray, np.generic, jax.Array)) or type(x) in PY_SCALARS:
-            dtype = jax.dtypes.canonicalize_dtype(type(x) if type(x) in PY_SCALARS else x.dtype)
+            dtype = jax.dtypes.canonicalize_dtype(type(x)) if type(x) in PY_SCALARS else device_dtype(x.dtype)
             shape = np.shape(x)
             if shape != aval.shape or dtype != aval.dtype:
                 raise self._mismatch(shape, dtype)

@@ -22,7 +22,7 @@ import jax
 import numpy as np
 from jaxlib.mlir import ir
 
-from shardkit.array import Array, is_array, sharding_mismatch
+from shardkit.array import Array, device_dtype, is_array, sharding_mismatch
 from shardkit.lowering.attach import attach, constraint_meshes
 from shardkit.lowering.constraint import with_sharding_constraint
 from shardkit.lowering.options import JitOptions, per_leaf, resolve
@@ -90,7 +90,10 @@ def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
                 f"Argument {path} has the extended dtype {x.dtype} (a typed PRNG key array): sk.jit passes arrays of "
                 "numeric dtypes. Pass jax.random.key_data(key) and rebuild it inside with jax.random.wrap_key_data."
             )
-        return ShapeDtypeStruct(x.shape, jax.dtypes.canonicalize_dtype(x.dtype))
+        try:
+            return ShapeDtypeStruct(x.shape, device_dtype(x.dtype))
+        except TypeError as e:
+            raise TypeError(f"Argument {path}: {e}") from None
     weak = PY_SCALARS.get(type(x))
     if weak is not None:
         return ShapeDtypeStruct((), jax.dtypes.canonicalize_dtype(type(x)), weak_type=weak)
