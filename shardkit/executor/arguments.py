@@ -228,13 +228,14 @@ class LastCall:
             if impl.aval is not aval or not alive(impl):  # a deleted piece crashes execute_sharded
                 return MISS
             arrays.append(impl)
-        for i in self.donated:
+        donated = self.donated
+        for i in donated:
             impl = arrays[i]
             if shared(impl) or sum(a is impl for a in arrays) > 1:
                 return MISS
         results = self.execute(arrays).consume_with_handlers(self.handlers)  # _jaxlib.execute, inlined
-        for i in self.donated:
-            leaves[i].delete()
+        if donated:
+            self.compiled._delete_donated(leaves)
         if self.single_output is not None:
             sharding, weak = self.single_output
             return wrap(results[0], sharding, weak_type=weak)

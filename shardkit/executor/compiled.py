@@ -183,10 +183,14 @@ class Compiled:
             results = _jaxlib.execute(self._executable, arguments, self._results)
         else:
             results = self._execute_with_effects(arguments)
+        self._delete_donated(leaves)
+        return self._outputs(results)
+
+    def _delete_donated(self, leaves: Sequence[Any]) -> None:
+        """Marks the donated shardkit Arrays of a call deleted, as jax does: XLA may reuse their buffers."""
         for i in self._donated:
             if isinstance(leaves[i], Array) and not leaves[i].is_deleted():
                 leaves[i].delete()
-        return self._outputs(results)
 
     def _outputs(self, results: list[Any]) -> Any:
         """The global jaxlib arrays of the outputs as sk.Arrays, in the output tree."""
