@@ -109,6 +109,9 @@ def _parse_bytes(data: bytes, where: str) -> _Parsed:
 
 
 def _parse_text(text: str | bytes, where: str) -> _Parsed:
+    deep = diagnostics.nesting_error(text, where) if isinstance(text, str) else None
+    if deep is not None:
+        raise LoadError(str(deep))
     try:
         module = ir.Module.parse(text, context())
     except ir.MLIRError as e:

@@ -17,6 +17,8 @@ from collections.abc import Iterator, Sequence
 
 from jaxlib.mlir import ir
 
+from shardkit.dialects import nesting
+
 _FILE_LINE_COL = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
 SEVERITIES = ("error", "warning", "remark", "note")
 
@@ -85,6 +87,13 @@ def op_position(op: ir.Operation) -> tuple[str, int, int]:
         parent = current.parent
         current = parent.operation if parent is not None else None
     return first or ("", 0, 0)  # a file without a line (an implicit module is at line 0) still names the file
+
+
+def nesting_error(text: str, name: str, first_line: int = 1) -> Diagnostic | None:
+    """The error to report instead of parsing ``text`` when it is nested deep enough to crash MLIR's parser
+    (``dialects.nesting``), located in ``name`` (``first_line``: the file line ``text`` starts on), or None."""
+    deep = nesting.too_deep(text, first_line)
+    return None if deep is None else Diagnostic("error", nesting.MESSAGE, name, *deep)
 
 
 def clause(error: Exception) -> str:

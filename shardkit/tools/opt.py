@@ -203,19 +203,9 @@ class OptMain:
 
     def _run_chunk(self, ctx: ir.Context, pm: PassManager, chunk: source.Chunk, name: str) -> _Result:
         if chunk.bytecode is None:
-            deep = source.too_deep(chunk.text, chunk.first_line)
+            deep = diagnostics.nesting_error(chunk.text, name, chunk.first_line)
             if deep is not None:
-                return _Result(
-                    [
-                        Diagnostic(
-                            "error",
-                            f"nesting deeper than {source.MAX_DEPTH} levels; MLIR's "
-                            "recursive parser would overflow the stack",
-                            name,
-                            *deep,
-                        )
-                    ]
-                )
+                return _Result([deep])
         try:
             with diagnostics.collecting(ctx) as parse_found:
                 # Blank lines in front keep the parser's line numbers equal to the file's.

@@ -72,15 +72,19 @@ class ReportMain(ToolMain):
         from shardkit.dialects import context
         from shardkit.passes import diagnostics
 
+        name = "<stdin>" if args.input == "-" else args.input
+        deep = diagnostics.nesting_error(text, name)
+        if deep is not None:
+            self.stderr.write(f"{deep}\n")
+            return 1
         try:
             module = ir.Module.parse(text, context())
         except ir.MLIRError as e:
-            name = "<stdin>" if args.input == "-" else args.input
             for diag in diagnostics.from_mlir_error(e):
                 self.stderr.write(f"{diag.renamed(name)}\n")
             return 1
         try:
-            out = self.report(module, "<stdin>" if args.input == "-" else args.input)
+            out = self.report(module, name)
         except (ValueError, TypeError, ImportError) as e:
             return self.error(str(e))
         except JaxRuntimeError as e:
