@@ -6,7 +6,8 @@ Rows (steady state, per call):
 2. the same with 100 arguments in a pytree (a dict of 100 such arrays, summed);
 3. ``x * 2`` on 1 device;
 4. ``x * 2`` donating its argument (``y = f(y)``);
-5. one training step of a 2-D (data x model) sharded MLP, value_and_grad + SGD, donating the weights
+5. jax's own ``jax.jit(f)(x)`` and eager ``x * 2`` on a shardkit Array against the same on a jax Array;
+6. one training step of a 2-D (data x model) sharded MLP, value_and_grad + SGD, donating the weights
    (target <= 1.0x).
 
 Timing: each round runs a burst of calls on each side (the last one blocked until ready, so queued work never
@@ -75,6 +76,20 @@ def sharded_x2():
         "jax": burst(lambda: jf(jx)),
         "sk.jit(f)(x)": burst(lambda: f(x)),
         "Compiled(x)": burst(lambda: compiled(x)),
+    }
+
+
+def jax_on_shardkit():
+    """jax's own functions on shardkit Arrays (jax takes them as its arrays, through its Python dispatch path)
+    against the same calls on jax Arrays: ``jax.jit(f)(x)`` and an eager ``x * 2``."""
+    s, js = pair("x", "y")
+    x, jx = sk.device_put(HOST, s), jax.device_put(HOST, js)
+    jf = jax.jit(lambda a: a * 2)
+    return {
+        "jax": burst(lambda: jf(jx)),
+        "jax.jit(f)(sk.Array)": burst(lambda: jf(x)),
+        "eager x * 2, jax Array": burst(lambda: jx * 2),
+        "eager x * 2, sk.Array": burst(lambda: x * 2),
     }
 
 
@@ -208,6 +223,7 @@ def mlp_step():
 CASES = [
     ("x * 2, (8, 128) f32 P('x','y') on 4x2", sharded_x2, 401, "<= 1.0 (aim 0.95)"),
     ("the same call taken apart (cumulative)", profile, 401, "profile"),
+    ("jax's functions on shardkit Arrays: jax.jit, eager x * 2", jax_on_shardkit, 201, "measured"),
     ("100 arguments in a pytree, summed", pytree_100, 61, "measured"),
     ("x * 2 on 1 device", one_device, 401, "measured"),
     ("x * 2, donated argument", donated, 401, "measured"),

@@ -58,6 +58,7 @@ from .sharding import (
 from .stages import (
     Compiled as Compiled,
     Lowered as Lowered,
+    filter_jit as filter_jit,
     jit as jit,
     load as load,
 )

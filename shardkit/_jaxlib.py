@@ -256,6 +256,36 @@ def exported(
     )
 
 
+def register_array_type(cls: type, aval: Any, to_jax: Any) -> None:
+    """Makes jax's dispatch take ``cls`` as one of its own arrays, as jax registers its ``EArray``: ``aval(x)`` is
+    its abstract value (``jax.typeof``, tracing), ``to_jax(x)`` the jax Array it passes to a computation or
+    embeds as a constant. jax's public route for foreign arrays, a pytree node, cannot make the array a leaf,
+    so trees of such arrays would not match trees of jax Arrays; these tables are private to jax."""
+    from jax._src import core, dtypes
+    from jax._src.interpreters import mlir, pxla
+
+    def shard_arg(xs: Sequence[Any], shardings: Any, layouts: Any, copy_semantics: Any) -> Any:
+        return pxla.shard_args(shardings, layouts, copy_semantics, [to_jax(x) for x in xs])
+
+    def typeof(x: Any) -> Any:  # with the mesh axes jax records in a value's type, as for its own arrays
+        return core.update_aval_with_sharding(aval(x), to_jax(x).sharding)
+
+    core.pytype_aval_mappings[cls] = typeof
+    dtypes.register_canonicalize_value_handler(cls, None)
+    pxla.shard_arg_handlers[cls] = shard_arg
+    mlir.register_constant_handler(cls, lambda x, aval: mlir.ir_constant(np.asarray(x)))
+
+
+def jax_array_api() -> tuple[list[str], list[str]]:
+    """(method names, property names) that jax installs on its Arrays from ``jax.numpy`` (``__mul__``, ``mean``,
+    ``reshape``, ``at``, ...): the list is private to jax and changes between releases."""
+    from jax._src.numpy import array_methods
+
+    methods = [f"__{name}__" for name in array_methods._array_operators]
+    methods += list(array_methods._array_methods)
+    return methods, list(array_methods._array_properties)
+
+
 def register_jax_dialects(registry: Any) -> None:
     """Adds the dialects jax's modules use to ``registry`` and registers MLIR's core and Shardy passes
     (``canonicalize``, ``sdy-*``). jax does this through jaxlib's private ``_jax_mlir_ext.register_dialects``

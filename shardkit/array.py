@@ -182,8 +182,11 @@ class Shard:
 # -- Array -------------------------------------------------------------------------------------------------
 
 
-class Array:
-    """A global array sharded over devices (``jax.Array``'s interface, over shardkit shardings).
+class Array(jax.Array):
+    """A global array sharded over devices: a ``jax.Array`` whose sharding is shardkit's.
+
+    jax takes it as one of its own arrays (a pytree leaf, an argument of ``jax.jit`` and ``jnp`` functions, a
+    value for ``jax.typeof``), and its operators and methods are a jax Array's, computed on the devices.
 
     Construct from per-device arrays (the checks below), or with ``device_put``,
     ``make_array_from_callback``, ``make_array_from_single_device_arrays`` or
@@ -229,6 +232,11 @@ class Array:
     @property
     def sharding(self) -> Sharding:
         return self._sharding
+
+    @property
+    def aval(self) -> ShapedArray:
+        """jax's abstract value of the array (shape, dtype, weak type)."""
+        return shaped_array(self._impl.shape, self._impl.dtype, self._weak_type)
 
     @property
     def weak_type(self) -> bool:
@@ -404,7 +412,7 @@ class Array:
 
     def __getitem__(self, idx: Any) -> Array:
         """A piece of the array. An index that selects exactly one stored piece returns that device's buffer
-        (no copy, no host trip); any other index is taken on the host and placed on the first device."""
+        (no copy, as jax does); any other index is jax's indexing, on the devices."""
         self._check_if_deleted()
         box = _as_box(idx, self.shape)
         if box is not None:
@@ -414,8 +422,7 @@ class Array:
             for pos, b in enumerate(layout.boxes):
                 if b == box:
                     return self.addressable_data(pos)
-        value = self._value[idx]
-        return _from_host(value, _on_device(_layout(self._sharding, self.shape).devices[0]), self._weak_type)
+        return _as_shardkit(self.to_jax()[idx])
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_unpickle, (np.array(self._value), self._sharding, self._weak_type))
@@ -830,12 +837,6 @@ def _as_sharding(sharding: Any, ndim: int) -> Sharding:
     )
 
 
-def is_array(x: Any) -> bool:
-    """Whether ``x`` is a shardkit Array: the ``is_leaf`` of every shardkit flattening of user trees (jax flattens
-    an Array into its zero-copy jax view, so that jax functions accept it)."""
-    return isinstance(x, Array)
-
-
 def device_put(x: Any, sharding: Any = None) -> Any:
     """``x`` (an array, or a pytree of arrays) placed as ``sharding`` says: a Sharding (shardkit's, jax's, or a bare
     PartitionSpec under ``with mesh:``), a Device, None (the first device), or a pytree of those matching a
@@ -857,7 +858,7 @@ def device_put(x: Any, sharding: Any = None) -> Any:
     """
     if isinstance(x, (Array, jax.Array, np.ndarray, np.generic, int, float, complex)):
         return _put_leaf(x, sharding)
-    leaves, tree = jax.tree_util.tree_flatten(x, is_leaf=is_array)
+    leaves, tree = jax.tree_util.tree_flatten(x)
     try:
         targets = jax.tree.broadcast(sharding, x, is_leaf=lambda s: is_sharding_like(s) or _is_device(s))
     except (ValueError, TypeError) as e:
@@ -984,21 +985,71 @@ def asarray(x: Any) -> Array:
     return _from_host(x, None)
 
 
-def _flatten(x: Array) -> tuple[tuple[jax.Array], None]:
-    return (x.to_jax(),), None
+def _as_shardkit(out: Any) -> Any:
+    """jax's concrete results as shardkit Arrays (zero copy); tracers and everything else as they are."""
+    return jax.tree_util.tree_map(
+        lambda v: asarray(v) if isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer) else v, out
+    )
 
 
-def _unflatten(_: None, leaves: Sequence[Any]) -> Any:
-    (leaf,) = leaves
-    concrete = isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer)
-    return asarray(leaf) if concrete else leaf
+class _Results:
+    """A jax helper object (``x.at[i]``) whose methods' results come back as shardkit Arrays."""
+
+    __slots__ = ("_helper",)
+
+    def __init__(self, helper: Any):
+        self._helper = helper
+
+    def __getitem__(self, idx: Any) -> _Results:
+        return _Results(self._helper[idx])
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._helper, name)
+        return lambda *args, **kwargs: _as_shardkit(method(*args, **kwargs))
 
 
-def register_pytree(cls: type[Array]) -> None:
-    """Makes jax read ``cls`` as its zero-copy jax view: ``jax.jit``, ``jnp`` functions, ``jax.grad`` and
-    ``jax.device_put`` take shardkit Arrays (and give concrete results back as shardkit Arrays). A pytree node of
-    one leaf is jax's public way for a foreign array type (``__jax_array__`` no longer reaches its tracing)."""
-    jax.tree_util.register_pytree_node(cls, _flatten, _unflatten)
+def _forward_method(name: str) -> Callable[..., Any]:
+    def method(self: Array, *args: Any, **kwargs: Any) -> Any:
+        return _as_shardkit(getattr(self.to_jax(), name)(*args, **kwargs))
+
+    method.__name__ = name
+    method.__doc__ = f"``jax.Array.{name}`` on the zero-copy jax view; results are shardkit Arrays."
+    return method
 
 
-register_pytree(Array)
+def _forward_property(name: str) -> property:
+    if name == "at":
+        return property(lambda self: _Results(self.to_jax().at), doc="``jax.Array.at``, giving shardkit Arrays.")
+    return property(lambda self: _as_shardkit(getattr(self.to_jax(), name)), doc=f"``jax.Array.{name}``.")
+
+
+def _forward_jax_array_api(cls: type[Array]) -> None:
+    """Gives ``cls`` every operator, method and property of a jax Array that it does not define itself (``x * 2``,
+    ``x.mean()``, ``x.reshape``, ``x.at[i].set(v)``, ...), computed on the devices by jax on the zero-copy jax view,
+    as jax computes them on its own Arrays (same values, same output sharding), and handed back as shardkit Arrays.
+    """
+    methods, properties = _jaxlib.jax_array_api()
+    for name in methods:
+        if name not in cls.__dict__:
+            setattr(cls, name, _forward_method(name))
+    for name in properties:
+        if name not in cls.__dict__:
+            setattr(cls, name, _forward_property(name))
+
+
+def register_array_type(cls: type[Array]) -> None:
+    """Makes jax take ``cls`` (``Array`` or a subclass: jax's dispatch tables are by exact type) as one of its own
+    arrays: its abstract value is ``x.aval`` and a computation receives its zero-copy jax view."""
+    _jaxlib.register_array_type(cls, _aval_of, _jax_view)
+
+
+def _aval_of(x: Array) -> ShapedArray:
+    return x.aval
+
+
+def _jax_view(x: Array) -> jax.Array:
+    return x.to_jax()
+
+
+_forward_jax_array_api(Array)
+register_array_type(Array)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from shardkit.array import Array, Index, Shard, init, make_array_from_callback, register_pytree
+from shardkit.array import Array, Index, Shard, init, make_array_from_callback, register_array_type
 from shardkit.mesh import Mesh
 from shardkit.partition_spec import PartitionSpec
 from shardkit.sharding import NamedSharding, index_key
@@ -120,6 +120,6 @@ class GlobalDeviceArray(Array):
         return self.addressable_data(index)
 
 
-register_pytree(GlobalDeviceArray)  # jax's pytree registry is by exact type
+register_array_type(GlobalDeviceArray)
 
 __all__ = ["GlobalDeviceArray"]

@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from shardkit import _jaxlib
-from shardkit.array import Array, is_array, make_array_from_process_local_data, relabel, reshard
+from shardkit.array import Array, make_array_from_process_local_data, relabel, reshard
 from shardkit.mesh import Mesh
 from shardkit.partition_spec import PartitionSpec
 from shardkit.sharding import GSPMDSharding, NamedSharding
@@ -28,7 +28,7 @@ from shardkit.stages import jit
 
 def _map(fn: Any, tree: Any, pspecs: Any) -> Any:
     if isinstance(pspecs, PartitionSpec):
-        return jax.tree_util.tree_map(lambda x: fn(x, pspecs), tree, is_leaf=is_array)
+        return jax.tree_util.tree_map(lambda x: fn(x, pspecs), tree)
     if pspecs is None:
         raise ValueError(
             "`None` is not a valid input to the pspecs argument. Use PartitionSpec() to replicate the input."
@@ -136,7 +136,7 @@ def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
         stacked = host_local_array_to_global_array(value, mesh, PartitionSpec("processes"))
         return np.asarray(_replicated(stacked).addressable_data(0))
 
-    return jax.tree_util.tree_map(one, in_tree, is_leaf=is_array)
+    return jax.tree_util.tree_map(one, in_tree)
 
 
 def sync_global_devices(name: str, *, timeout_seconds: float = 300) -> None:

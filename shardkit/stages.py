@@ -7,11 +7,13 @@ to the cached ``Compiled``.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import numpy as np
 from jaxlib.mlir import ir
 
 from shardkit.caching import on_clear
@@ -140,7 +142,8 @@ def load(source: Any, *, mesh: Any = None, devices: Sequence[Any] | None = None)
 class Jitted:
     """A function staged for sharded compilation; see ``jit``."""
 
-    __slots__ = ("_lowering", "_calls", "_last", "__wrapped__", "__name__")
+    # __weakref__: jax's control flow (lax.scan, fori_loop) caches the functions it traces by weak reference
+    __slots__ = ("_lowering", "_calls", "_last", "__wrapped__", "__name__", "__weakref__")
 
     def __init__(self, lowering: Lowering, calls: dict[Any, Compiled]):
         self._lowering = lowering
@@ -245,3 +248,82 @@ def _shared(fun: Callable, options: JitOptions) -> tuple[Lowering, dict]:
     if key not in per_fun:
         per_fun[key] = Lowering(fun, options), {}
     return per_fun[key]
+
+
+def filter_jit(fun: Callable, *, donate: bool = False, partitioner: str = "shardy") -> Callable:
+    """``jit`` over any pytree, as ``equinox.filter_jit`` stages it: every array leaf (shardkit's, jax's or numpy's)
+    is a traced argument, sharded as it is (or as the body's sharding constraints say, e.g.
+    ``equinox.filter_shard``), and every other leaf (functions, ints, a module's static fields) is a compile-time
+    constant, compared by equality. Results keep their non-array leaves too.
+
+    Args:
+        fun: a function of pytrees (an Equinox module, an optimizer state, ...).
+        donate: whether the computation may reuse every array argument's buffers (they are deleted after the
+            call), as ``equinox.filter_jit(donate="all")``.
+        partitioner: as for ``jit``.
+
+    Examples:
+        >>> mesh = sk.make_mesh((8,), ("batch",))
+        >>> scale = sk.filter_jit(lambda x, how: how["f"](x) * how["k"])
+        >>> y = scale(sk.device_put(np.ones(8), sk.NamedSharding(mesh, P("batch"))), {"f": jnp.negative, "k": 3})
+        >>> y.sharding.spec, float(y.sum())
+        (P('batch',), -24.0)
+    """
+    out_statics: dict[Any, Any] = {}
+
+    def staged(static: _Static, arrays: list[Any]) -> list[Any]:
+        args, kwargs = static.rebuild(arrays)
+        leaves, tree = jax.tree_util.tree_flatten(fun(*args, **kwargs))
+        keep = [_is_array(x) for x in leaves]
+        out_statics[static, _signature(arrays)] = (tree, keep, [None if k else x for k, x in zip(keep, leaves)])
+        return [x for k, x in zip(keep, leaves) if k]
+
+    jitted = jit(staged, static_argnums=0, donate_argnums=1 if donate else (), partitioner=partitioner)
+
+    @functools.wraps(fun)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        keep = tuple(_is_array(x) for x in leaves)
+        arrays = [x for k, x in zip(keep, leaves) if k]
+        static = _Static(tree, keep, tuple(None if k else x for k, x in zip(keep, leaves)))
+        out = iter(jitted(static, arrays))
+        out_tree, out_keep, out_leaves = out_statics[static, _signature(arrays)]
+        return jax.tree_util.tree_unflatten(out_tree, [next(out) if k else x for k, x in zip(out_keep, out_leaves)])
+
+    return call
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray, np.generic))
+
+
+def _signature(arrays: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple((a.shape, a.dtype) for a in arrays)
+
+
+class _Static:
+    """The non-array part of a ``filter_jit`` call: its tree, where the arrays go, and the other leaves (hashable,
+    compared by equality, as static arguments are)."""
+
+    __slots__ = ("tree", "keep", "leaves", "_hash")
+
+    def __init__(self, tree: Any, keep: tuple[bool, ...], leaves: tuple[Any, ...]):
+        self.tree, self.keep, self.leaves = tree, keep, leaves
+        try:
+            self._hash = hash((tree, keep, leaves))
+        except TypeError as e:
+            raise TypeError(f"filter_jit's non-array arguments must be hashable: {e}") from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Static) and (self.tree, self.keep, self.leaves) == (
+            other.tree,
+            other.keep,
+            other.leaves,
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def rebuild(self, arrays: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        it = iter(arrays)
+        return jax.tree_util.tree_unflatten(self.tree, [next(it) if k else x for k, x in zip(self.keep, self.leaves)])

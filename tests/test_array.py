@@ -137,7 +137,7 @@ def test_device_put_host_values_like_jax():
     ]:
         # lists and tuples are pytrees, as jax.device_put reads them
         wants, want_tree = jax.tree.flatten(jax.device_put(value, jax_named(s)))
-        gots, got_tree = jax.tree.flatten(sk.device_put(value, s), is_leaf=ska.is_array)
+        gots, got_tree = jax.tree.flatten(sk.device_put(value, s))
         assert got_tree == want_tree and all(isinstance(g, sk.Array) for g in gots), value
         for got, want in zip(gots, wants):
             assert (got.dtype, got.weak_type, got.shape) == (want.dtype, want.weak_type, want.shape), value

@@ -72,3 +72,9 @@ def test_transformer_trains_with_jax_s_losses():
     out = run_example("transformer.py", STEPS="2")
     assert "losses equal to jax.jit's: True; decreasing: True" in out
     assert out.count("  step 1: loss") == 2  # jax.debug.print from inside both compiled steps
+
+
+@pytest.mark.parametrize("name", ["optax_zero.py", "equinox_data_parallel.py"])
+def test_ecosystem_examples_print_jax_s_losses(name):
+    out = run_example(name)
+    assert "losses equal to jax's: True; parameters equal: True" in out

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from jaxlib import xla_client as xc
@@ -285,5 +286,10 @@ def test_array_subclasses_and_jax_arrays_are_arguments():
     passed = handler(on_layout)  # the same device buffers, no host trip
     pointers = [s.data.unsafe_buffer_pointer() for s in passed.addressable_shards]
     assert pointers == [s.data.unsafe_buffer_pointer() for s in on_layout.addressable_shards]
-    elsewhere = jax.device_put(value, jax.devices()[3])
-    np.testing.assert_array_equal(np.asarray(f(elsewhere)), value + 1)  # placed like a numpy argument
+    uncommitted = jnp.asarray(value)
+    np.testing.assert_array_equal(np.asarray(f(uncommitted)), value + 1)  # placed like a numpy argument
+    elsewhere = jax.device_put(value, jax.devices()[3])  # committed: held to its device, as jax.jit holds it
+    with pytest.raises(ValueError, match="same devices"):
+        f(elsewhere)
+    with pytest.raises(ValueError):
+        jax.jit(lambda a: a + 1, in_shardings=s.to_jax(2))(elsewhere)

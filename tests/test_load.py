@@ -24,7 +24,6 @@ from jaxlib.mlir import ir
 
 import shardkit as sk
 from shardkit import passes
-from shardkit.array import is_array
 from shardkit.dialects import context
 
 DEVS = jax.devices()
@@ -234,7 +233,7 @@ def _as_inputs(lowered: sk.Lowered, args: tuple[Any, ...], kind: str) -> tuple[A
 
 
 def _assert_same(got: Any, want: Any) -> None:
-    got_leaves, got_tree = jax.tree_util.tree_flatten(got, is_leaf=is_array)
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
     want_leaves, want_tree = jax.tree_util.tree_flatten(want)
     assert got_tree == want_tree
     for g, w in zip(got_leaves, want_leaves):
@@ -258,7 +257,7 @@ def test_jax_export_runs_with_jax_numbers(case: Case, partitioner: str):
     got = lowered.compile()(*inputs)
     _assert_same(got, want)
     if case.donate and index % 3:
-        assert jax.tree_util.tree_leaves(inputs, is_leaf=is_array)[case.donate[0]].is_deleted()
+        assert jax.tree_util.tree_leaves(inputs)[case.donate[0]].is_deleted()
 
 
 def test_every_source_format_loads_the_same_program(tmp_path):
@@ -415,7 +414,7 @@ def test_shardy_test_programs_run_sharded_as_on_one_device(chunk: str):
     module = ir.Module.parse(chunk, context())
     passes.run_pipeline(module, "strip-shardings")
     want = sk.load(str(module)).compile()(*args)
-    for g, w in zip(jax.tree_util.tree_leaves(got, is_leaf=is_array), jax.tree_util.tree_leaves(want)):
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
         assert w.sharding.num_devices == 1
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
 

@@ -451,9 +451,9 @@ DEVICE_ERRORS = [
     case("axes_of", lambda: P().axes_of(-9), ValueError, "non-negative int; got -9"),
     case(
         "model-unclean-78",
-        lambda: NS(MESH, P("x")).is_equivalent_to(NS(MESH, P("x")).to_jax(), 1),
+        lambda: NS(MESH, P("x")).is_equivalent_to(P("x"), 1),
         TypeError,
-        "is_equivalent_to needs a Sharding, got NamedSharding",
+        "is_equivalent_to needs a Sharding, got PartitionSpec",
     ),
     # An axis name that is not a str reached str.replace; positions beyond the device list; std::bad_alloc from
     # huge tile assignments.

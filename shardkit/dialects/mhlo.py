@@ -77,6 +77,24 @@ def permuted(hlo: HloSharding, device_ids: Sequence[int]) -> HloSharding:
     return HloSharding.subgroup_with_device_ordering(ids.reshape(hlo.tile_assignment_dimensions()), subgroups)
 
 
+def with_trailing_dims(hlo: HloSharding, ndim: int, extra: int) -> HloSharding:
+    """``hlo`` (of a rank-``ndim`` value) for the value with ``extra`` more trailing dimensions that are never cut:
+    the physical layout of a typed PRNG key array, whose key data adds dimensions after the array's own.
+
+    Examples:
+        >>> key_data = with_trailing_dims(parse("{devices=[4,2]<=[8] last_tile_dim_replicate}"), 1, 1)
+        >>> key_data == parse("{devices=[4,1,2]<=[8] last_tile_dim_replicate}")
+        True
+    """
+    cut = tiling(hlo, ndim)
+    if cut is None:
+        return hlo
+    parts, copies = cut
+    dims = [*parts, *[1] * extra, *([copies] if copies > 1 else [])]
+    ids = np.asarray(hlo.tile_assignment_devices()).reshape(dims)
+    return HloSharding.subgroup_with_device_ordering(ids, [_REPLICATED] if copies > 1 else [])
+
+
 def is_replicated(hlo: HloSharding) -> bool:
     """Whether every position holds the whole value (replicated, or a one-device sharding)."""
     return hlo.num_devices() == 1 or hlo.is_replicated()

@@ -6,7 +6,8 @@ buffer on the wrong device, and silently misreads a wrong dtype of equal size, s
 before any buffer reaches it. One rule covers ``sk.Array`` and its subclasses (``GlobalDeviceArray``): such
 an argument must have the compiled shape and dtype and a sharding equivalent to the compiled one, and its
 sharding is part of the call key, so a new sharding compiles anew instead of failing against the old
-program. numpy arrays, Python scalars and jax Arrays not on the compiled layout are placed directly.
+program; a committed jax Array is held to the same rule (jax reads its sharding so too). numpy arrays,
+Python scalars and uncommitted jax Arrays are placed where the program wants them.
 
 Two dispatch paths. The steady state (``jit(f)(x)`` called again like the last time) is ``LastCall``: Arrays
 in the same structure, of exactly the class, sharding objects and aval objects of the previous call, checked
@@ -31,7 +32,6 @@ from shardkit.array import (
     deleted_piece,
     device_dtype,
     device_put,
-    is_array,
     sharding_mismatch,
     shared,
     wrap,
@@ -53,11 +53,9 @@ class ArgumentHandler:
     def __call__(self, x: Any) -> Any:
         aval = self.aval
         if not isinstance(x, Array) and isinstance(x, jax.Array):
-            # A jax array on the compiled layout is passed through without a copy; otherwise it goes
-            # through the host like a numpy argument.
-            view = asarray(x)
-            if view.sharding.is_equivalent_to(self.sharding, aval.ndim):
-                x = view
+            # A jax Array is read as jax reads it: a committed one is held to its own sharding like a shardkit
+            # Array (no copy), an uncommitted one is moved on the devices to where the program wants it.
+            x = asarray(x) if x.committed else self._moved(asarray(x))
         if type(x) is Array or isinstance(x, Array):  # exact type first: the dispatch path
             impl_aval = x._impl.aval  # one attribute read instead of x.shape and x.dtype (the dispatch path)
             if impl_aval.shape != aval.shape or impl_aval.dtype != aval.dtype:
@@ -68,7 +66,7 @@ class ArgumentHandler:
             if not alive(x._impl):
                 raise self._deleted(x)
             return x._impl
-        if isinstance(x, (np.ndarray, np.generic, jax.Array)) or type(x) in PY_SCALARS:
+        if isinstance(x, (np.ndarray, np.generic)) or type(x) in PY_SCALARS:
             dtype = jax.dtypes.canonicalize_dtype(type(x)) if type(x) in PY_SCALARS else device_dtype(x.dtype)
             shape = np.shape(x)
             if shape != aval.shape or dtype != aval.dtype:
@@ -78,6 +76,11 @@ class ArgumentHandler:
             f"Argument {self.path} of type {type(x).__name__} is not an array: pass a shardkit Array, a numpy "
             "array or a scalar."
         )
+
+    def _moved(self, x: Array) -> Array:
+        if x.shape != self.aval.shape or x.dtype != self.aval.dtype:
+            raise self._mismatch(x.shape, x.dtype)
+        return device_put(x, self.sharding)
 
     def _deleted(self, x: Array) -> ValueError:
         device = None if x._impl.is_deleted() else deleted_piece(x)
@@ -126,6 +129,9 @@ def _host_key(x: Any) -> Any:
         return (x.shape, x.dtype)
     if t in PY_SCALARS:
         return t
+    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        # a committed jax Array's sharding picks the program, as an Array's does
+        return (t, x.shape, x.dtype, getattr(x, "weak_type", False), x.sharding if x.committed else None)
     return (t, getattr(x, "shape", None), getattr(x, "dtype", None))
 
 
@@ -143,7 +149,7 @@ def flatten_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[An
                 break
         else:
             return list(args), _leaf_args_tree(len(args))
-    return jax.tree_util.tree_flatten((args, kwargs), is_leaf=is_array)
+    return jax.tree_util.tree_flatten((args, kwargs))
 
 
 def leaf_paths(tree: Any) -> list[str]:
@@ -211,7 +217,7 @@ class LastCall:
                 return MISS
             leaves = args
         else:
-            leaves, tree = jax.tree_util.tree_flatten((args, kwargs), is_leaf=is_array)
+            leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
             if tree != self.tree:
                 return MISS
         signature = self.signature

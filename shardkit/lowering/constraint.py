@@ -27,7 +27,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from shardkit import _jaxlib
-from shardkit.array import device_put, is_array
+from shardkit.array import device_put
 from shardkit.dialects import ir as irx, mhlo, sdy
 from shardkit.lowering.trace import tracing_for_shardkit
 from shardkit.sharding import Sharding, as_sharding, is_sharding_like
@@ -107,7 +107,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
         >>> "sdy.sharding_constraint" in f.lower(np.ones((8, 2), np.float32)).as_text()
         True
     """
-    leaves, tree = jax.tree_util.tree_flatten_with_path(x, is_leaf=is_array)
+    leaves, tree = jax.tree_util.tree_flatten_with_path(x)
     try:
         per_leaf = jax.tree.broadcast(shardings, x, is_leaf=is_sharding_like)
     except (ValueError, TypeError) as e:

@@ -22,14 +22,16 @@ import jax
 import numpy as np
 from jaxlib.mlir import ir
 
-from shardkit.array import Array, device_dtype, is_array, sharding_mismatch
+from shardkit.array import Array, device_dtype, sharding_mismatch
+from shardkit.dialects import ir as irx
+from shardkit.dialects.sdy import SdyMesh
 from shardkit.lowering.attach import attach, constraint_meshes
 from shardkit.lowering.constraint import with_sharding_constraint
 from shardkit.lowering.options import JitOptions, per_leaf, resolve
 from shardkit.lowering.trace import NO_EFFECTS, Effects, trace
 from shardkit.lowering.types import PY_SCALARS, ShapeDtypeStruct
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh, lookup_devices
-from shardkit.sharding import GSPMDSharding, NamedSharding, Sharding
+from shardkit.sharding import GSPMDSharding, NamedSharding, Sharding, as_sharding, from_jax
 
 Device = Any
 
@@ -75,25 +77,27 @@ class _Entry:
     out_shardings: tuple[Sharding | None, ...]
     constraints: tuple[tuple[Device, ...] | int, ...]  # devices, or an AbstractMesh's size
     effects: Effects
+    mesh: SdyMesh | None  # the module's one mesh (a constraint's, jax's or shardkit's), if it has exactly one
     executables: dict = dataclasses.field(default_factory=dict)
 
 
 def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
-    """The shape, dtype, weak type and own sharding of one argument leaf."""
+    """The shape, dtype, weak type and own sharding of one argument leaf. A jax Array is read as jax reads it: a
+    committed one's sharding is its own (it stays where it is), an uncommitted one goes where the program wants
+    it, like a numpy array; a ``jax.ShapeDtypeStruct`` is taken as shardkit's."""
     if isinstance(x, ShapeDtypeStruct):
         return x
     if isinstance(x, Array):
         return ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding, weak_type=x.weak_type)
-    if isinstance(x, (np.ndarray, np.generic, jax.Array)):
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
-            raise TypeError(
-                f"Argument {path} has the extended dtype {x.dtype} (a typed PRNG key array): sk.jit passes arrays of "
-                "numeric dtypes. Pass jax.random.key_data(key) and rebuild it inside with jax.random.wrap_key_data."
-            )
-        try:
-            return ShapeDtypeStruct(x.shape, device_dtype(x.dtype))
-        except TypeError as e:
-            raise TypeError(f"Argument {path}: {e}") from None
+    if isinstance(x, jax.ShapeDtypeStruct):
+        sharding = None if x.sharding is None else as_sharding(x.sharding, len(x.shape), f"the sharding of {path}")
+        return _checked_struct(path, x.shape, x.dtype, sharding, x.weak_type)
+    if isinstance(x, jax.Array):
+        placed = not isinstance(x, jax.core.Tracer) and x.committed  # a tracer has no placement
+        sharding = from_jax(x.sharding, x.ndim) if placed else None
+        return _checked_struct(path, x.shape, x.dtype, sharding, getattr(x, "weak_type", False))
+    if isinstance(x, (np.ndarray, np.generic)):
+        return _checked_struct(path, x.shape, x.dtype, None, False)
     weak = PY_SCALARS.get(type(x))
     if weak is not None:
         return ShapeDtypeStruct((), jax.dtypes.canonicalize_dtype(type(x)), weak_type=weak)
@@ -101,6 +105,18 @@ def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
         f"Argument {path} of type {type(x).__name__} is not an array: jit arguments must be shardkit Arrays, "
         "numpy arrays or scalars, or ShapeDtypeStructs. Mark other arguments static with static_argnums."
     )
+
+
+def _checked_struct(path: str, shape: Any, dtype: Any, sharding: Sharding | None, weak_type: bool) -> ShapeDtypeStruct:
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
+        raise TypeError(
+            f"Argument {path} has the extended dtype {dtype} (a typed PRNG key array): sk.jit passes arrays of "
+            "numeric dtypes. Pass jax.random.key_data(key) and rebuild it inside with jax.random.wrap_key_data."
+        )
+    try:
+        return ShapeDtypeStruct(shape, device_dtype(dtype), sharding=sharding, weak_type=weak_type)
+    except TypeError as e:
+        raise TypeError(f"Argument {path}: {e}") from None
 
 
 def _bind(s: Sharding | None, devices: tuple[Device, ...] | None) -> Sharding | None:
@@ -247,12 +263,10 @@ class Lowering:
                 f"prefix tree) per positional argument; {len(dyn)} arguments do not match it: {e}"
             ) from None
         donated = [
-            positions[j] in self.options.donate_argnums
-            for j, a in enumerate(dyn)
-            for _ in jax.tree_util.tree_leaves(a, is_leaf=is_array)
+            positions[j] in self.options.donate_argnums for j, a in enumerate(dyn) for _ in jax.tree_util.tree_leaves(a)
         ]
         paths = []
-        for path, _ in jax.tree_util.tree_flatten_with_path((dyn, kwargs), is_leaf=is_array)[0]:
+        for path, _ in jax.tree_util.tree_flatten_with_path((dyn, kwargs))[0]:
             head, rest = path[0].idx, path[1:]
             if head == 0:
                 paths.append(f"args[{positions[rest[0].idx]}]{jax.tree_util.keystr(rest[1:])}")
@@ -267,7 +281,7 @@ class Lowering:
     def lower(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> LoweredModule:
         """Lowers one call (hitting the cache when an equal abstract call was lowered before)."""
         static, dyn, dyn_kwargs = self.split(args, kwargs)
-        leaves, tree = jax.tree_util.tree_flatten((dyn, dyn_kwargs), is_leaf=is_array)
+        leaves, tree = jax.tree_util.tree_flatten((dyn, dyn_kwargs))
         given, donated, paths = self._leaf_config(tree, dyn, dyn_kwargs)
         avals = [abstractify(x, p) for x, p in zip(leaves, paths)]
         explicit = [resolve(g, a.ndim, f"in_shardings for {p}") for g, a, p in zip(given, avals, paths)]
@@ -294,7 +308,14 @@ class Lowering:
             if e is not None and own is not None and own.is_concrete and not own.is_equivalent_to(s, a.ndim):
                 raise sharding_mismatch(path, own, s)
         out_shardings = tuple(_bind(s, devices) for s in entry.out_shardings)
+        # the mesh results are named on, as jax names them: an argument's or result's, the one in scope, or the
+        # module's own (a sharding constraint's)
         mesh = next((s.mesh for s in in_shardings + out_shardings if isinstance(s, NamedSharding)), None)
+        if mesh is None and not current_mesh().empty:
+            mesh = current_mesh()
+        from_body = all(s is None for s in chosen + list(entry.out_shardings))  # not a mesh derived from one
+        if mesh is None and from_body and entry.mesh is not None and devices and entry.mesh.size == len(devices):
+            mesh = Mesh.from_sdy(entry.mesh, devices)
         return LoweredModule(
             module=entry.module,
             name=self.name,
@@ -363,4 +384,6 @@ class Lowering:
             out_shardings=out_shardings,
             donated=donated,
         )
-        return _Entry(module, in_avals, out_tree, out_avals, out_shardings, constraints, effects)
+        meshes = {m for m in irx.meshes(module).values() if m.axes and not m.is_maximal}
+        mesh = meshes.pop() if len(meshes) == 1 else None
+        return _Entry(module, in_avals, out_tree, out_avals, out_shardings, constraints, effects, mesh)

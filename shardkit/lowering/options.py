@@ -12,7 +12,6 @@ from typing import Any
 
 import jax
 
-from shardkit.array import is_array
 from shardkit.partition_spec import UNCONSTRAINED
 from shardkit.sharding import Sharding, as_sharding, is_sharding_like
 
@@ -60,7 +59,7 @@ def per_leaf(prefix: Any, full: Any) -> list[Any]:
     """Each sharding of ``prefix`` (a prefix tree of ``full``; None is a leaf) repeated over the leaves under it."""
     leaves, tree = jax.tree_util.tree_flatten(prefix, is_leaf=is_sharding_like)
     subtrees = tree.flatten_up_to(full)  # ValueError when prefix is not a prefix of full
-    return [s for s, sub in zip(leaves, subtrees) for _ in range(len(jax.tree_util.tree_leaves(sub, is_leaf=is_array)))]
+    return [s for s, sub in zip(leaves, subtrees) for _ in range(len(jax.tree_util.tree_leaves(sub)))]
 
 
 def resolve(sharding: Any, ndim: int, what: str) -> Sharding | None:

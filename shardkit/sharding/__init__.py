@@ -17,6 +17,7 @@ from shardkit.sharding.convert import (
     from_hlo as from_hlo,
     from_jax as from_jax,
     is_sharding_like as is_sharding_like,
+    physical_sharding as physical_sharding,
 )
 from shardkit.sharding.gspmd import GSPMDSharding
 from shardkit.sharding.named import DuplicateSpecError, NamedSharding

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
+import jax
 import numpy as np
 
 from shardkit import _jaxlib
@@ -70,7 +71,7 @@ def check_memory_kind(kind: str | None, device: Device) -> str | None:
     return kind
 
 
-class Sharding:
+class Sharding(jax.sharding.Sharding):
     """How an array is laid out across devices.
 
     What a kind implements:
@@ -96,6 +97,11 @@ class Sharding:
     ``is_fully_addressable``, ``shard_shape``, ``devices_indices_map``, ``addressable_devices_indices_map``,
     ``replica_ids`` and ``is_equivalent_to``.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Sharding:
+        self = super().__new__(cls)
+        jax.sharding.Sharding.__init__(self)  # the C++ half of a jax Sharding, which jax's C++ fast paths read
+        return self
 
     # -- what each kind implements -------------------------------------------------------------------------
 
@@ -167,6 +173,30 @@ class Sharding:
     def _tile_description(self, dim: int) -> str:
         return "the sharding's tiles"
 
+    # -- what jax asks of a Sharding (jax.sharding.Sharding's interface, from the hooks above) ---------------
+
+    @property
+    def _device_assignment(self) -> tuple[Device, ...]:
+        return self.device_assignment
+
+    @cached_property
+    def _internal_device_list(self) -> Any:
+        return _jaxlib.device_list(self.device_assignment)
+
+    def _to_xla_hlo_sharding(self, num_dimensions: int) -> HloSharding:
+        return self.to_hlo(num_dimensions)
+
+    def _to_sdy_sharding(self, num_dimensions: int, modify_wrt_axis_types: bool = False) -> Any:
+        return self.to_jax(num_dimensions)._to_sdy_sharding(num_dimensions, modify_wrt_axis_types)
+
+    @property
+    def _is_concrete(self) -> bool:
+        return self.is_concrete
+
+    def check_compatible_aval(self, aval_shape: Sequence[int]) -> None:
+        """ValueError unless the sharding describes a value of this rank (jax asks before it lowers or places)."""
+        self.to_hlo(len(aval_shape))
+
     # -- derived, shared by every kind -------------------------------------------------------------------
 
     @cached_property
@@ -232,24 +262,25 @@ class Sharding:
         _MEMO_OWNERS[key] = weakref.ref(self, forget)
         return {}
 
-    def is_equivalent_to(self, other: Sharding, ndim: int) -> bool:
-        """Whether both place the same pieces of an ``ndim``-rank array on the same devices.
+    def is_equivalent_to(self, other: jax.sharding.Sharding, ndim: int) -> bool:
+        """Whether both place the same pieces of an ``ndim``-rank array on the same devices; ``other`` may be
+        any jax Sharding (shardkit's are too), read through jax's Sharding interface.
 
         As in jax: the HLO shardings agree (any two fully replicated ones do), the memory kinds agree and
         the device lists are equal in order; shardings over abstract meshes compare without devices.
         """
-        if not isinstance(other, Sharding):
+        if not isinstance(other, jax.sharding.Sharding):
             raise TypeError(f"is_equivalent_to needs a Sharding, got {type(other).__name__}.")
         if self is other:
             return True
         if self.memory_kind != other.memory_kind:
             return False
-        if self.is_concrete and other.is_concrete:
-            if self.device_assignment != other.device_assignment:
+        if self.is_concrete and other._is_concrete:
+            if self.device_assignment != tuple(other._device_assignment):
                 return False
-        elif self.is_concrete != other.is_concrete:
+        elif self.is_concrete != other._is_concrete:
             return False
-        return mhlo.equivalent(self.to_hlo(ndim), other.to_hlo(ndim))
+        return mhlo.equivalent(self.to_hlo(ndim), other._to_xla_hlo_sharding(ndim))
 
 
 # -- the derivations, memoised on (sharding, shape) -----------------------------------------------------

@@ -10,6 +10,7 @@ import jax
 
 from shardkit._jaxlib import HloSharding
 from shardkit.caching import memoize
+from shardkit.dialects import mhlo
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh
 from shardkit.partition_spec import PartitionSpec
 from shardkit.sharding.base import Device, Sharding
@@ -46,11 +47,35 @@ def from_jax(sharding: jax.sharding.Sharding, ndim: int) -> Sharding:
         >>> from_jax(jax.sharding.NamedSharding(mesh4x2.to_jax(), jax.sharding.PartitionSpec("x")), 2).spec
         P('x',)
     """
+    if isinstance(sharding, Sharding):  # shardkit's own, as jax hands it back (a jax Array placed by it)
+        return sharding
     if isinstance(sharding, jax.sharding.NamedSharding):
         return NamedSharding.from_jax(sharding)
     if isinstance(sharding, jax.sharding.SingleDeviceSharding):
         return SingleDeviceSharding.from_jax(sharding)
     return GSPMDSharding.from_jax(sharding, ndim)
+
+
+@memoize()
+def physical_sharding(sharding: Sharding, ndim: int, extra: int) -> Sharding:
+    """The sharding of a rank-``ndim`` value's physical layout with ``extra`` trailing dimensions that are never cut
+    (a typed PRNG key array's data): ``sharding`` itself where it describes the longer rank that way (a
+    NamedSharding's spec leaves trailing dimensions whole), else a GSPMDSharding of the padded HLO form.
+
+    Examples:
+        >>> s = NamedSharding(mesh4x2, P("x"))
+        >>> physical_sharding(s, 1, 1) is s
+        True
+        >>> physical_sharding(GSPMDSharding.from_jax(s.to_jax(1), 1), 1, 1).to_hlo(2) == s.to_hlo(2)
+        True
+    """
+    padded = mhlo.with_trailing_dims(sharding.to_hlo(ndim), ndim, extra)
+    try:
+        if sharding.to_hlo(ndim + extra) == padded:
+            return sharding
+    except ValueError:  # a kind whose HLO form has a fixed rank
+        pass
+    return GSPMDSharding(sharding.device_assignment, padded, memory_kind=sharding.memory_kind)
 
 
 def is_sharding_like(x: Any) -> bool:

@@ -74,7 +74,6 @@ class RunMain(ToolMain):
         jax.config.update("jax_enable_x64", True)
 
         import shardkit as sk
-        from shardkit.array import is_array
 
         mesh = sk.make_mesh(shape, names, devices=sk.devices()[: math.prod(shape)]) if names else None
         lowered = sk.load(Path(args.input), mesh=mesh)
@@ -84,7 +83,7 @@ class RunMain(ToolMain):
         call_args, call_kwargs = jax.tree_util.tree_unflatten(tree, leaves)
         outputs = compiled(*call_args, **call_kwargs)
         saved = {}
-        for path, out in jax.tree_util.tree_flatten_with_path(outputs, is_leaf=is_array)[0]:
+        for path, out in jax.tree_util.tree_flatten_with_path(outputs)[0]:
             name = "result" + jax.tree_util.keystr(path)
             host = np.asarray(out)
             dims = ",".join(map(str, host.shape))

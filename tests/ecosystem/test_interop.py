@@ -1,0 +1,273 @@
+"""jax's objects into shardkit and shardkit's into jax, each case against jax.jit (or jax's own function) on the
+same inputs: an ``sk.Array`` is a jax Array (a pytree leaf jax's functions take), a shardkit Sharding is a jax
+Sharding, and jax's Arrays and ShapeDtypeStructs are read by ``sk.jit`` as jax reads them."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import shardkit as sk
+from shardkit import P
+
+F32 = np.float32
+MESH = sk.make_mesh((4, 2), ("data", "model"))
+S = sk.NamedSharding(MESH, P("data"))
+JS = S.to_jax(2)
+VALUE = np.arange(16.0, dtype=F32).reshape(8, 2)
+
+
+def sk_x():
+    return sk.device_put(VALUE, S)
+
+
+def jax_x():
+    return jax.device_put(VALUE, JS)
+
+
+def same(got, want):
+    """Equal values, and the same placement (shardkit's sharding compared with jax's by what it places where)."""
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert got.sharding.is_equivalent_to(want.sharding, got.ndim)
+
+
+# -- an sk.Array is a jax Array: a leaf of jax's trees -------------------------------------------------------
+
+
+def test_an_array_is_a_jax_array_and_a_leaf():
+    x = sk_x()
+    assert isinstance(x, jax.Array)
+    assert jax.tree.structure({"w": x, "b": [x]}) == jax.tree.structure({"w": jax_x(), "b": [jax_x()]})
+    assert jax.tree.leaves({"w": x}) == [x]
+    assert jax.typeof(x) == jax.typeof(jax_x())
+
+
+def test_multi_tree_maps_mix_shardkit_and_jax_arrays():
+    x, j = sk_x(), jax_x()
+    out = jax.tree.map(lambda a, b: a + b, {"w": x, "b": None}, {"w": j, "b": None})
+    same(out["w"], j + j)
+    assert out["b"] is None
+    both = jax.tree.map(lambda a, b: (a, b), [x], [None])
+    assert both[0][0] is x and both[0][1] is None
+
+
+@pytest.mark.parametrize(
+    "fun",
+    [
+        lambda a: jax.jit(lambda t: t * 2)(a),
+        lambda a: jnp.sin(a),
+        lambda a: jnp.zeros_like(a),
+        lambda a: jax.lax.add(a, a),
+        lambda a: jnp.dot(a, a.T),
+        lambda a: jax.device_put(a, JS),
+        lambda a: jax.vmap(lambda t: t * 2)(a),
+        lambda a: jax.grad(lambda t: (t * t).sum())(a),
+    ],
+    ids=["jax.jit", "jnp.sin", "zeros_like", "lax.add", "jnp.dot", "jax.device_put", "vmap", "grad"],
+)
+def test_jax_functions_take_arrays_as_their_own(fun):
+    got, want = fun(sk_x()), fun(jax_x())
+    assert isinstance(got, jax.Array)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert got.sharding.is_equivalent_to(want.sharding, got.ndim)
+
+
+def test_arrays_are_passed_to_jax_without_copies():
+    x = sk_x()
+    pointers = [s.data.unsafe_buffer_pointer() for s in jnp.asarray(x).addressable_shards]
+    assert pointers == [s.data.unsafe_buffer_pointer() for s in x.addressable_shards]
+
+
+def test_an_array_closed_over_is_a_constant():
+    x = sk_x()
+    same(jax.jit(lambda t: t + x)(jax_x()), jax.jit(lambda t: t + jax_x())(jax_x()))
+
+
+# -- an sk.Array's operators and methods are a jax Array's, on the devices -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fun",
+    [
+        lambda a: a * 2,
+        lambda a: 1 - a,
+        lambda a: a @ a.T,
+        lambda a: -a,
+        lambda a: a.mean(),
+        lambda a: a.sum(axis=0),
+        lambda a: a.reshape(16),
+        lambda a: a.T,
+        lambda a: a.astype(np.int32),
+        lambda a: a[::2],
+        lambda a: a[1:3, 0],
+        lambda a: a[jnp.array([0, 5])],
+        lambda a: a.at[0, 1].set(-1.0),
+        lambda a: a.at[:, 0].add(10.0),
+        lambda a: a > 3,
+    ],
+    ids=[
+        "mul",
+        "rsub",
+        "matmul",
+        "neg",
+        "mean",
+        "sum",
+        "reshape",
+        "T",
+        "astype",
+        "strided index",
+        "slice and int",
+        "gather",
+        "at set",
+        "at add",
+        "compare",
+    ],
+)
+def test_operators_and_methods_match_jax(fun):
+    got, want = fun(sk_x()), fun(jax_x())
+    assert isinstance(got, sk.Array)
+    same(got, want)
+
+
+def test_item_and_python_scalars():
+    x = sk_x()
+    assert x[3, 1].item() == jax_x()[3, 1].item() == 7.0
+    assert float(x.sum()) == 120.0
+
+
+def test_methods_do_not_go_through_the_host():
+    x = sk_x()
+    (x * 2).block_until_ready()
+    x[::2].block_until_ready()
+    assert x._npy is None  # no host value was fetched
+
+
+def test_an_index_of_one_stored_piece_is_that_buffer():
+    x = sk_x()
+    piece = x[0:2]
+    assert piece.addressable_shards[0].data.unsafe_buffer_pointer() == x.addressable_data(0).unsafe_buffer_pointer()
+
+
+# -- shardkit's shardings are jax Shardings --------------------------------------------------------------------
+
+
+def test_jax_takes_shardkit_shardings():
+    assert isinstance(S, jax.sharding.Sharding)
+    assert S.is_equivalent_to(JS, 2) and not S.is_equivalent_to(sk.NamedSharding(MESH, P("model")).to_jax(2), 2)
+    same(jax.device_put(VALUE, S), jax.device_put(VALUE, JS))
+    sds = jax.ShapeDtypeStruct((8, 2), F32, sharding=S)
+    assert sds.sharding is S
+    same(jax.jit(lambda a: a * 2, in_shardings=S, out_shardings=S)(VALUE), jax.jit(lambda a: a * 2)(jax_x()))
+    wsc = jax.jit(lambda a: jax.lax.with_sharding_constraint(a * 2, S))(VALUE)
+    same(wsc, jax.jit(lambda a: jax.lax.with_sharding_constraint(a * 2, JS))(VALUE))
+    assert "sharding" in jax.jit(lambda a: a).lower(sds).as_text()
+
+
+def test_a_shardkit_sharding_of_the_wrong_rank_is_refused_by_jax():
+    with pytest.raises(ValueError):
+        jax.device_put(np.ones(3), sk.NamedSharding(MESH, P("data", "model")))
+
+
+# -- jax's objects into sk.jit ---------------------------------------------------------------------------------
+
+
+def test_lower_takes_jax_shape_dtype_structs():
+    sds = jax.ShapeDtypeStruct((8, 2), F32, sharding=JS)
+    mine = sk.jit(lambda a: a * 2).lower(sds)
+    assert mine.in_shardings[0][0] == S
+    unsharded = sk.jit(lambda a: a * 2).lower(jax.ShapeDtypeStruct((8, 2), F32))
+    assert unsharded.in_avals[0][0].shape == (8, 2)
+
+
+def test_a_committed_jax_array_keeps_its_sharding():
+    out = sk.jit(lambda a: a * 2)(jax_x())
+    same(out, jax.jit(lambda a: a * 2)(jax_x()))
+    assert isinstance(out.sharding, sk.NamedSharding) and out.sharding.spec == P("data")
+
+
+def test_a_jax_array_on_another_layout_is_an_error_as_under_jax_jit():
+    other = jax.device_put(VALUE, sk.NamedSharding(MESH, P("model")).to_jax(2))
+    with pytest.raises(ValueError, match="sharded as"):
+        sk.jit(lambda a: a * 2, in_shardings=S)(other)
+    with pytest.raises(ValueError):
+        jax.jit(lambda a: a * 2, in_shardings=JS)(other)
+
+
+def test_an_uncommitted_jax_array_goes_where_the_program_wants_it():
+    got = sk.jit(lambda a: a * 2, in_shardings=S)(jnp.asarray(VALUE))
+    same(got, jax.jit(lambda a: a * 2, in_shardings=JS)(jnp.asarray(VALUE)))
+
+
+def test_jax_arrays_of_new_shardings_compile_anew():
+    f = sk.jit(lambda a: a + 1)
+    first = f(jax_x())
+    other = f(jax.device_put(VALUE, sk.NamedSharding(MESH, P(None, "model")).to_jax(2)))
+    assert first.sharding.spec == P("data") and other.sharding.spec == P(None, "model")
+
+
+def test_jax_fast_paths_read_shardkit_shardings():
+    """jax's C++ dispatch reads the C++ half of every Sharding it meets (an equinox filter_jit loop hits it)."""
+    f = jax.jit(lambda a: a + 1)
+    for _ in range(3):
+        out = f(jax.device_put(VALUE, S))
+    np.testing.assert_array_equal(np.asarray(out), VALUE + 1)
+
+
+def test_results_are_named_on_the_mesh_in_scope():
+    with MESH:
+        out = sk.jit(lambda a: a * 2)(VALUE)
+    assert isinstance(out.sharding, sk.NamedSharding) and out.sharding.mesh is MESH and out.sharding.spec == P()
+
+
+def test_jax_control_flow_over_sk_jit_functions():
+    body = sk.jit(lambda c, _: (c + 1, c.sum()))
+    got = jax.lax.scan(body, sk_x(), None, length=3)
+    want = jax.lax.scan(jax.jit(lambda c, _: (c + 1, c.sum())), jax_x(), None, length=3)
+    jax.tree.map(lambda g, w: np.testing.assert_array_equal(np.asarray(g), np.asarray(w)), got, want)
+    step = sk.jit(lambda i, c: c * 2)
+    np.testing.assert_array_equal(np.asarray(jax.lax.fori_loop(0, 3, step, sk_x())), VALUE * 8)
+
+
+def test_results_are_named_on_a_constraints_mesh():
+    """jax's own with_sharding_constraint inside sk.jit (as equinox's filter_shard calls it): the result is named
+    on the constraint's mesh, as under jax.jit."""
+    f = sk.jit(lambda a: jax.lax.with_sharding_constraint(a * 2, JS))
+    out = f(VALUE)
+    want = jax.jit(lambda a: jax.lax.with_sharding_constraint(a * 2, JS))(VALUE)
+    same(out, want)
+    assert isinstance(out.sharding, sk.NamedSharding) and out.sharding.spec == P("data")
+
+
+# -- filter_jit: equinox.filter_jit's staging on sk.jit ----------------------------------------------------------
+
+
+def test_filter_jit_keeps_non_array_leaves_static():
+    traces = []
+
+    def f(tree):
+        traces.append(1)
+        return {"y": tree["op"](tree["x"]) * tree["k"], "name": tree["name"]}
+
+    g = sk.filter_jit(f)
+    tree = {"x": sk_x(), "op": jnp.negative, "k": 3, "name": "out"}
+    out = g(tree)
+    same(out["y"], jax.jit(lambda x: -x * 3)(jax_x()))
+    assert out["name"] == "out" and isinstance(out["y"], sk.Array)
+    g({**tree, "x": sk.device_put(VALUE + 1, S)})
+    assert len(traces) == 1  # same static part, same shapes: no new trace
+    assert float(g({**tree, "k": 4})["y"].sum()) == -4 * VALUE.sum()
+    assert len(traces) == 2
+
+
+def test_filter_jit_donates_when_asked():
+    x = sk_x()
+    sk.filter_jit(lambda t: t["x"] + 1, donate=True)({"x": x})
+    assert x.is_deleted()
+
+
+def test_filter_jit_refuses_unhashable_static_leaves():
+    with pytest.raises(TypeError, match="non-array arguments must be hashable"):
+        sk.filter_jit(lambda t, d: t)(sk_x(), {"a": bytearray()})
