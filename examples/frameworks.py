@@ -23,6 +23,7 @@ class Framework:
     NamedSharding: type
     P: Any
     device_put: Callable
+    make_array_from_process_local_data: Callable
 
 
 def _jax_mesh(shape: tuple[int, ...], names: tuple[str, ...]) -> jax.sharding.Mesh:
@@ -35,8 +36,26 @@ def _equinox_filter_jit(fun: Callable) -> Callable:
     return eqx.filter_jit(fun)
 
 
-JAX = Framework("jax", jax.jit, _equinox_filter_jit, _jax_mesh, jax.sharding.NamedSharding, jax.P, jax.device_put)
-SHARDKIT = Framework("shardkit", sk.jit, sk.filter_jit, sk.make_mesh, sk.NamedSharding, sk.P, sk.device_put)
+JAX = Framework(
+    "jax",
+    jax.jit,
+    _equinox_filter_jit,
+    _jax_mesh,
+    jax.sharding.NamedSharding,
+    jax.P,
+    jax.device_put,
+    jax.make_array_from_process_local_data,
+)
+SHARDKIT = Framework(
+    "shardkit",
+    sk.jit,
+    sk.filter_jit,
+    sk.make_mesh,
+    sk.NamedSharding,
+    sk.P,
+    sk.device_put,
+    sk.make_array_from_process_local_data,
+)
 
 
 def compare(program: Callable[[Framework], tuple[list[float], Any]]) -> None:

@@ -276,6 +276,15 @@ def register_array_type(cls: type, aval: Any, to_jax: Any) -> None:
     mlir.register_constant_handler(cls, lambda x, aval: mlir.ir_constant(np.asarray(x)))
 
 
+def wrap_keys(data: Any, dtype: Any) -> Any:
+    """The typed PRNG key array of ``dtype`` over its key data, without a copy. jax's public ``wrap_key_data``
+    wants the key implementation, which it gives only for a key array (``jax.random.key_impl``); a key dtype
+    holds it privately."""
+    import jax
+
+    return jax.random.wrap_key_data(data, impl=dtype._impl)
+
+
 def jax_array_api() -> tuple[list[str], list[str]]:
     """(method names, property names) that jax installs on its Arrays from ``jax.numpy`` (``__mul__``, ``mean``,
     ``reshape``, ``at``, ...): the list is private to jax and changes between releases."""

@@ -35,7 +35,15 @@ from jax.core import ShapedArray
 from shardkit import _jaxlib
 from shardkit.caching import memoize
 from shardkit.host_copy import Box, aligned_empty, fill, run
-from shardkit.sharding import Sharding, SingleDeviceSharding, as_sharding, canonical_shape, from_jax, is_sharding_like
+from shardkit.sharding import (
+    Sharding,
+    SingleDeviceSharding,
+    as_sharding,
+    canonical_shape,
+    from_jax,
+    is_sharding_like,
+    physical_sharding,
+)
 
 Shape = tuple[int, ...]
 Index = tuple[Any, ...]
@@ -232,6 +240,17 @@ class Array(jax.Array):
     @property
     def sharding(self) -> Sharding:
         return self._sharding
+
+    @property
+    def device(self) -> Device | Sharding:
+        """The one device of a single-device array, else its sharding (as a jax Array's ``device``)."""
+        self._check_if_deleted()
+        return self._sharding.device_assignment[0] if self._sharding.num_devices == 1 else self._sharding
+
+    @property
+    def committed(self) -> bool:
+        """Always True: a shardkit Array stays where it was placed (jax moves only uncommitted arrays)."""
+        return True
 
     @property
     def aval(self) -> ShapedArray:
@@ -868,12 +887,24 @@ def device_put(x: Any, sharding: Any = None) -> Any:
 
 
 def _put_leaf(x: Any, sharding: Any) -> Array:
+    if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
+        return _put_keys(x, sharding)
     if isinstance(x, (Array, jax.Array)):
         x = asarray(x)
         if sharding is None:
             return x
         return reshard(x, _as_sharding(sharding, x.ndim))
     return _from_host(x, sharding)
+
+
+def _put_keys(keys: jax.Array, sharding: Any) -> jax.Array:
+    """A typed PRNG key array placed as ``sharding`` says, as jax's key array (what ``jax.device_put`` returns):
+    its key data is placed, with the data's extra trailing dimensions whole, and wrapped back without a copy."""
+    data = jax.random.key_data(keys)
+    if sharding is not None:
+        target = _as_sharding(sharding, keys.ndim)
+        sharding = physical_sharding(target, keys.ndim, data.ndim - keys.ndim)
+    return _jaxlib.wrap_keys(_put_leaf(data, sharding).to_jax(), keys.dtype)
 
 
 def _from_host(x: Any, sharding: Any, weak_type: bool | None = None) -> Array:
@@ -974,6 +1005,11 @@ def asarray(x: Any) -> Array:
     if isinstance(x, Array):
         return x
     if isinstance(x, jax.Array):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
+            raise TypeError(
+                f"A typed PRNG key array ({x.dtype}) stays jax's key array: a shardkit Array holds numbers. sk.jit "
+                "and sk.device_put take key arrays as they are; jax.random.key_data(keys) gives their data."
+            )
         if x.is_deleted():
             raise RuntimeError(f"Array has been deleted with shape={_short(x.shape, x.dtype)}.")
         sharding = from_jax(x.sharding, x.ndim)

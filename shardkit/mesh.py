@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import enum
 import math
 import operator
 import threading
@@ -21,21 +20,15 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
+import jax
 import numpy as np
 
 from shardkit.caching import memoize
 from shardkit.dialects.sdy import SdyMesh
 
-
-class AxisType(enum.Enum):
-    """How an axis takes part in sharding. shardkit propagates only ``Auto`` axes for now."""
-
-    Auto = enum.auto()
-    Explicit = enum.auto()
-    Manual = enum.auto()
-
-    def __repr__(self) -> str:
-        return self.name
+# How an axis takes part in sharding (Auto, Explicit, Manual): jax's own enum, so a mesh's axis types mean the same
+# to jax and to shardkit. shardkit propagates only Auto axes for now.
+AxisType = jax.sharding.AxisType
 
 
 def _canonical_axis_names(axis_names: str | Sequence[str]) -> tuple[str, ...]:
@@ -111,11 +104,6 @@ class _MeshShape:
     def _sdy(self) -> SdyMesh:
         return SdyMesh(self.shape_tuple)
 
-    def _jax_axis_types(self) -> tuple[Any, ...]:
-        import jax
-
-        return tuple(getattr(jax.sharding.AxisType, t.name) for t in self.axis_types)
-
     def _shape_str(self) -> str:
         sizes = ", ".join(f"'{n}': {s}" for n, s in self.shape_tuple)
         return f"{sizes}, axis_types={self.axis_types!r}" if sizes else f"axis_types={self.axis_types!r}"
@@ -124,9 +112,12 @@ class _MeshShape:
 _MESHES: dict[tuple, Mesh] = {}
 
 
-class Mesh(_MeshShape, contextlib.ContextDecorator):
+class Mesh(_MeshShape, jax.sharding.Mesh):
     """An n-d array of devices with a name per axis; ``with mesh:`` (or ``@mesh`` on a function) makes it the
     current mesh, where bare PartitionSpecs name its axes.
+
+    A ``jax.sharding.Mesh`` too, so jax takes it wherever it takes a mesh (``jax.sharding.NamedSharding(mesh,
+    spec)``, ``jax.set_mesh``, ``jax.shard_map(mesh=...)``, and the libraries that hand a user's mesh to them).
 
     Args:
         devices: an array (or nested sequence) of jaxlib devices; its rank must equal ``len(axis_names)``.
@@ -178,14 +169,13 @@ class Mesh(_MeshShape, contextlib.ContextDecorator):
                         "needs at least one device."
                     )
             check_devices(flat, "Mesh devices")
-        mesh = super().__new__(cls)
+        mesh = object.__new__(cls)  # not jax's constructor: shardkit's checks and interning are its own
         frozen = np.empty(devices.shape, dtype=object)
         if flat:
             frozen.flat[:] = flat
         frozen.flags.writeable = False
         object.__setattr__(mesh, "devices", frozen)
         object.__setattr__(mesh, "axis_names", names)
-        object.__setattr__(mesh, "axis_sizes", tuple(devices.shape))
         object.__setattr__(mesh, "axis_types", types)
         object.__setattr__(mesh, "_hash", hash(key))
         _MESHES[key] = mesh
@@ -195,15 +185,16 @@ class Mesh(_MeshShape, contextlib.ContextDecorator):
         return (_unpickle_mesh, (device_refs(self.flat_devices), self.axis_sizes, self.axis_names, self.axis_types))
 
     def __eq__(self, other: object) -> bool:
+        """Equal to any mesh (shardkit's or jax's) of the same devices, axis names and axis types."""
         if self is other:
             return True
-        if not isinstance(other, Mesh):
+        if not isinstance(other, jax.sharding.Mesh):
             return False
         return (
             self.axis_names == other.axis_names
             and self.axis_sizes == other.axis_sizes
             and self.axis_types == other.axis_types
-            and self.flat_devices == other.flat_devices
+            and self.flat_devices == tuple(other.devices.flat)
         )
 
     def __hash__(self) -> int:
@@ -218,8 +209,6 @@ class Mesh(_MeshShape, contextlib.ContextDecorator):
     def __enter__(self) -> Mesh:
         # jax's own mesh context too, so jax code inside (jax.shard_map without mesh=, bare PartitionSpecs in
         # jax.jit) sees the same mesh.
-        import jax
-
         jax_context = jax.sharding.set_mesh(self.to_jax())
         jax_context.__enter__()
         _STACK.meshes.append((self, jax_context))
@@ -263,9 +252,7 @@ class Mesh(_MeshShape, contextlib.ContextDecorator):
 
     @cached_property
     def _jax_mesh(self) -> Any:
-        import jax
-
-        return jax.sharding.Mesh(self.devices, self.axis_names, axis_types=self._jax_axis_types())
+        return jax.sharding.Mesh(self.devices, self.axis_names, axis_types=self.axis_types)
 
     def to_jax(self) -> Any:
         """The same mesh as a ``jax.sharding.Mesh`` (the same devices, names and axis types)."""
@@ -274,7 +261,7 @@ class Mesh(_MeshShape, contextlib.ContextDecorator):
     @classmethod
     def from_jax(cls, mesh: Any) -> Mesh:
         """The shardkit mesh with a ``jax.sharding.Mesh``'s devices, axis names and axis types."""
-        return cls(mesh.devices, tuple(mesh.axis_names), axis_types=_axis_types_from_jax(mesh))
+        return cls(mesh.devices, tuple(mesh.axis_names), axis_types=tuple(mesh.axis_types))
 
     @classmethod
     def from_sdy(cls, mesh: SdyMesh, devices: Sequence[Any]) -> Mesh:
@@ -338,8 +325,6 @@ def check_device(device: Any, what: str) -> Any:
 
 
 def _device_type() -> type:
-    import jax
-
     return jax.Device
 
 
@@ -357,8 +342,6 @@ def device_refs(devices: Sequence[Any]) -> tuple[tuple[str, int], ...]:
 
 def lookup_devices(refs: Sequence[tuple[str, int]]) -> list[Any]:
     """The live devices named by ``device_refs``; ValueError naming those this process does not have."""
-    import jax
-
     live = {}
     for platform in {p for p, _ in refs}:
         with contextlib.suppress(RuntimeError):
@@ -406,8 +389,8 @@ def _local_mesh(mesh: Mesh, process_index: int) -> Mesh:
 _ABSTRACT_MESHES: dict[tuple, AbstractMesh] = {}
 
 
-class AbstractMesh(_MeshShape):
-    """A mesh's axis names and sizes, without devices.
+class AbstractMesh(_MeshShape, jax.sharding.AbstractMesh):
+    """A mesh's axis names and sizes, without devices (a ``jax.sharding.AbstractMesh`` too).
 
     Accepts jax 0.4's form ``AbstractMesh((("x", 4), ("y", 2)))`` and jax 0.10's
     ``AbstractMesh((4, 2), ("x", "y"))``.
@@ -416,6 +399,8 @@ class AbstractMesh(_MeshShape):
         >>> AbstractMesh((("x", 4), ("y", 2))) is AbstractMesh((4, 2), ("x", "y"))
         True
     """
+
+    abstract_device = None  # jax's AbstractMesh may name a device kind; shardkit's never does
 
     def __new__(
         cls,
@@ -447,7 +432,7 @@ class AbstractMesh(_MeshShape):
         key = (names, sizes, types)
         mesh = _ABSTRACT_MESHES.get(key)
         if mesh is None:
-            mesh = super().__new__(cls)
+            mesh = object.__new__(cls)
             object.__setattr__(mesh, "axis_names", names)
             object.__setattr__(mesh, "axis_sizes", sizes)
             object.__setattr__(mesh, "axis_types", types)
@@ -458,10 +443,12 @@ class AbstractMesh(_MeshShape):
         return (_unpickle_abstract_mesh, (self.axis_sizes, self.axis_names, self.axis_types))
 
     def __eq__(self, other: object) -> bool:
+        """Equal to any abstract mesh (shardkit's or jax's, whose device kind is not compared) of the same axis
+        names, sizes and types."""
         if self is other:
             return True
         return (
-            isinstance(other, AbstractMesh)
+            isinstance(other, jax.sharding.AbstractMesh)
             and self.axis_names == other.axis_names
             and self.axis_sizes == other.axis_sizes
             and self.axis_types == other.axis_types
@@ -483,14 +470,12 @@ class AbstractMesh(_MeshShape):
 
     def to_jax(self) -> Any:
         """The same mesh as a ``jax.sharding.AbstractMesh``."""
-        import jax
-
-        return jax.sharding.AbstractMesh(self.axis_sizes, self.axis_names, axis_types=self._jax_axis_types())
+        return jax.sharding.AbstractMesh(self.axis_sizes, self.axis_names, axis_types=self.axis_types)
 
     @classmethod
     def from_jax(cls, mesh: Any) -> AbstractMesh:
         """The AbstractMesh with a ``jax.sharding.AbstractMesh``'s axis names, sizes and axis types."""
-        return cls(tuple(mesh.axis_sizes), tuple(mesh.axis_names), axis_types=_axis_types_from_jax(mesh))
+        return cls(tuple(mesh.axis_sizes), tuple(mesh.axis_names), axis_types=tuple(mesh.axis_types))
 
     @classmethod
     def from_sdy(cls, mesh: SdyMesh) -> AbstractMesh:
@@ -516,14 +501,8 @@ class AbstractMesh(_MeshShape):
         return False
 
 
-def _axis_types_from_jax(mesh: Any) -> tuple[AxisType, ...]:
-    return tuple(AxisType[t.name] for t in mesh.axis_types)
-
-
 def mesh_from_jax(mesh: Any) -> Mesh | AbstractMesh:
     """A jax mesh (concrete or abstract) as shardkit's."""
-    import jax
-
     return Mesh.from_jax(mesh) if isinstance(mesh, jax.sharding.Mesh) else AbstractMesh.from_jax(mesh)
 
 
@@ -584,8 +563,6 @@ def make_mesh(
             f"make_mesh got {len(axis_shapes)} axis sizes {axis_shapes!r} for {len(names)} names {names!r}."
         )
     if devices is None:
-        import jax
-
         devices = jax.devices()
     if not isinstance(devices, (Sequence, np.ndarray)):
         raise TypeError(f"make_mesh devices must be a sequence of jax Devices, got {devices!r}.")

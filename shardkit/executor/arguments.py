@@ -37,7 +37,7 @@ from shardkit.array import (
     wrap,
 )
 from shardkit.caching import memoize
-from shardkit.lowering import PY_SCALARS, ShapeDtypeStruct
+from shardkit.lowering import PY_SCALARS, ShapeDtypeStruct, is_key
 from shardkit.mesh import current_mesh
 from shardkit.sharding import Sharding
 
@@ -53,6 +53,8 @@ class ArgumentHandler:
     def __call__(self, x: Any) -> Any:
         aval = self.aval
         if not isinstance(x, Array) and isinstance(x, jax.Array):
+            if is_key(x.dtype):  # a typed PRNG key array: the program takes its key data (no copy)
+                x = jax.random.key_data(x)
             # A jax Array is read as jax reads it: a committed one is held to its own sharding like a shardkit
             # Array (no copy), an uncommitted one is moved on the devices to where the program wants it.
             x = asarray(x) if x.committed else self._moved(asarray(x))

@@ -193,9 +193,13 @@ class Compiled:
                 leaves[i].delete()
 
     def _outputs(self, results: list[Any]) -> Any:
-        """The global jaxlib arrays of the outputs as sk.Arrays, in the output tree."""
-        if self._single_output:
+        """The global jaxlib arrays of the outputs as sk.Arrays (a typed PRNG key output as jax's key array over
+        its data), in the output tree."""
+        if self._single_output and not self._lowered.out_keys:
             s, weak = self._out_info[0]
             return wrap(results[0], s, weak_type=weak)
         outs = [wrap(r, s, weak_type=w) for r, (s, w) in zip(results, self._out_info)]
+        for i, dtype in enumerate(self._lowered.out_keys):
+            if dtype is not None:
+                outs[i] = _jaxlib.wrap_keys(outs[i].to_jax(), dtype)
         return jax.tree_util.tree_unflatten(self._lowered.out_tree, outs)

@@ -29,7 +29,7 @@ from shardkit.lowering.attach import attach, constraint_meshes
 from shardkit.lowering.constraint import with_sharding_constraint
 from shardkit.lowering.options import JitOptions, per_leaf, resolve
 from shardkit.lowering.trace import NO_EFFECTS, Effects, trace
-from shardkit.lowering.types import PY_SCALARS, ShapeDtypeStruct
+from shardkit.lowering.types import PY_SCALARS, ShapeDtypeStruct, is_key, physical, physical_shardings
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh, lookup_devices
 from shardkit.sharding import GSPMDSharding, NamedSharding, Sharding, as_sharding, from_jax
 
@@ -42,7 +42,9 @@ class LoweredModule:
 
     ``module`` is shared with the lowering cache: copy it before editing. ``in_shardings``/``out_shardings``
     are flat, one per leaf; None means the compiler chooses. ``device_assignment`` is the devices in
-    partition order, or None when only abstract meshes were given (bind devices before compiling).
+    partition order, or None when only abstract meshes were given (bind devices before compiling). Avals and
+    shardings are what XLA holds (``types.physical``): a typed PRNG key array's are its key data's, and
+    ``out_keys`` holds each such output's key dtype (None for the others) to wrap the data back into keys.
     """
 
     module: ir.Module
@@ -60,6 +62,7 @@ class LoweredModule:
     mesh: Mesh | AbstractMesh | None
     effects: Effects = NO_EFFECTS  # ordered effects' tokens lead main's arguments and results
     executables: dict = dataclasses.field(default_factory=dict)  # device assignment -> executable, per module
+    out_keys: tuple[Any, ...] = ()  # per output, its key dtype where it is a typed PRNG key array; () if none is
 
     def with_module(self, module: ir.Module) -> LoweredModule:
         """The same program with its module replaced (e.g. after passes); its executables start empty."""
@@ -78,6 +81,7 @@ class _Entry:
     constraints: tuple[tuple[Device, ...] | int, ...]  # devices, or an AbstractMesh's size
     effects: Effects
     mesh: SdyMesh | None  # the module's one mesh (a constraint's, jax's or shardkit's), if it has exactly one
+    out_keys: tuple[Any, ...]  # as in LoweredModule
     executables: dict = dataclasses.field(default_factory=dict)
 
 
@@ -108,11 +112,8 @@ def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
 
 
 def _checked_struct(path: str, shape: Any, dtype: Any, sharding: Sharding | None, weak_type: bool) -> ShapeDtypeStruct:
-    if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
-        raise TypeError(
-            f"Argument {path} has the extended dtype {dtype} (a typed PRNG key array): sk.jit passes arrays of "
-            "numeric dtypes. Pass jax.random.key_data(key) and rebuild it inside with jax.random.wrap_key_data."
-        )
+    if is_key(dtype):  # a typed PRNG key array: its dtype is jax's, its data is what the program takes
+        return ShapeDtypeStruct(shape, dtype, sharding=sharding)
     try:
         return ShapeDtypeStruct(shape, device_dtype(dtype), sharding=sharding, weak_type=weak_type)
     except TypeError as e:
@@ -322,16 +323,17 @@ class Lowering:
             partitioner=self.partitioner,
             in_tree=tree,
             out_tree=entry.out_tree,
-            in_avals=entry.in_avals,
-            out_avals=entry.out_avals,
-            in_shardings=in_shardings,
-            out_shardings=out_shardings,
+            in_avals=tuple(map(physical, entry.in_avals)),
+            out_avals=tuple(map(physical, entry.out_avals)),
+            in_shardings=physical_shardings(in_shardings, entry.in_avals),
+            out_shardings=physical_shardings(out_shardings, entry.out_avals),
             donated=donated,
             num_partitions=n,
             device_assignment=devices,
             mesh=mesh,
             effects=entry.effects,
             executables=entry.executables,
+            out_keys=entry.out_keys,
         )
 
     def _out_config(self, out_info: Any, out_avals: Sequence[ShapeDtypeStruct]) -> tuple[Sharding | None, ...]:
@@ -378,12 +380,14 @@ class Lowering:
             partitioner=self.partitioner,
             num_partitions=n,
             num_tokens=len(effects.ordered),
-            in_avals=in_avals,
-            out_avals=out_avals,
-            in_shardings=_with_scalars(chosen, avals, devices),
-            out_shardings=out_shardings,
+            in_avals=tuple(map(physical, in_avals)),
+            out_avals=tuple(map(physical, out_avals)),
+            in_shardings=physical_shardings(_with_scalars(chosen, avals, devices), in_avals),
+            out_shardings=physical_shardings(out_shardings, out_avals),
             donated=donated,
         )
         meshes = {m for m in irx.meshes(module).values() if m.axes and not m.is_maximal}
         mesh = meshes.pop() if len(meshes) == 1 else None
-        return _Entry(module, in_avals, out_tree, out_avals, out_shardings, constraints, effects, mesh)
+        keys = tuple(a.dtype if is_key(a.dtype) else None for a in out_avals)
+        out_keys = keys if any(k is not None for k in keys) else ()
+        return _Entry(module, in_avals, out_tree, out_avals, out_shardings, constraints, effects, mesh, out_keys)

@@ -6,16 +6,19 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import numpy as np
 
-from shardkit.sharding import Sharding, canonical_shape
+from shardkit.caching import memoize
+from shardkit.sharding import Sharding, canonical_shape, physical_sharding
 
 
 class ShapeDtypeStruct:
     """What ``jit(...).lower`` needs to know about an argument, without its data.
 
     ``sharding`` is used as the argument's own placement (like an ``sk.Array``'s); ``weak_type`` marks a
-    value that came from a Python scalar (jax promotes it weakly).
+    value that came from a Python scalar (jax promotes it weakly). ``dtype`` may be a typed PRNG key's
+    (``jax.random.key(0).dtype``): the program then takes the key's data (``physical``).
 
     Examples:
         >>> x = ShapeDtypeStruct((8, 2), np.float32, sharding=NamedSharding(mesh, P("x", "y")))
@@ -32,7 +35,7 @@ class ShapeDtypeStruct:
         if sharding is not None and not isinstance(sharding, Sharding):
             raise TypeError(f"ShapeDtypeStruct sharding must be a shardkit Sharding or None, got {sharding!r}.")
         self.shape = canonical_shape(shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if is_key(dtype) else np.dtype(dtype)
         self.sharding = sharding
         self.weak_type = bool(weak_type)
 
@@ -63,3 +66,34 @@ class ShapeDtypeStruct:
 
 # Python scalars an argument may be, and whether jax gives each a weak type (bool is the strong one).
 PY_SCALARS = {bool: False, int: True, float: True, complex: True}
+
+
+def is_key(dtype: Any) -> bool:
+    """Whether ``dtype`` is an extended dtype (a typed PRNG key's, ``key<fry>``): the value is a key array, which
+    XLA holds as its key data (``jax.random.key_data``: the array's shape plus trailing dimensions, uint32)."""
+    return jax.dtypes.issubdtype(dtype, jax.dtypes.extended)
+
+
+@memoize()
+def physical(aval: ShapeDtypeStruct) -> ShapeDtypeStruct:
+    """What XLA holds for a value: a key array's data (shape and dtype as jax lays it out), any other value itself.
+
+    Examples:
+        >>> physical(ShapeDtypeStruct((4,), jax.random.key(0).dtype))
+        ShapeDtypeStruct(shape=(4, 2), dtype=uint32)
+    """
+    if not is_key(aval.dtype):
+        return aval
+    data = jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct(aval.shape, aval.dtype))
+    return ShapeDtypeStruct(data.shape, data.dtype)
+
+
+def physical_shardings(
+    shardings: Sequence[Sharding | None], avals: Sequence[ShapeDtypeStruct]
+) -> tuple[Sharding | None, ...]:
+    """Each value's sharding of what XLA holds: a key array's covers its key data, whose extra trailing dimensions
+    are never cut (as jax lays a sharded key array out)."""
+    return tuple(
+        s if s is None or not is_key(a.dtype) else physical_sharding(s, a.ndim, physical(a).ndim - a.ndim)
+        for s, a in zip(shardings, avals)
+    )

@@ -271,3 +271,33 @@ def test_filter_jit_donates_when_asked():
 def test_filter_jit_refuses_unhashable_static_leaves():
     with pytest.raises(TypeError, match="non-array arguments must be hashable"):
         sk.filter_jit(lambda t, d: t)(sk_x(), {"a": bytearray()})
+
+
+# -- shardkit's meshes are jax meshes ----------------------------------------------------------------------------
+
+
+def test_jax_takes_shardkit_meshes():
+    assert isinstance(MESH, jax.sharding.Mesh) and isinstance(MESH.abstract_mesh, jax.sharding.AbstractMesh)
+    jmesh = MESH.to_jax()
+    assert jmesh == MESH and jmesh == MESH and MESH.abstract_mesh == jmesh.abstract_mesh
+    named = jax.sharding.NamedSharding(MESH, jax.P("data"))
+    same(jax.device_put(VALUE, named), jax_x())
+    double = jax.jit(lambda a: a * 2, out_shardings=named)
+    same(double(VALUE), jax.jit(lambda a: a * 2, out_shardings=JS)(VALUE))
+    with jax.set_mesh(MESH):
+        same(jax.jit(lambda a: a * 2, out_shardings=jax.P("data"))(VALUE), double(VALUE))
+    mapped = jax.shard_map(lambda a: a * 2, mesh=MESH, in_specs=jax.P("data"), out_specs=jax.P("data"))
+    same(mapped(VALUE), double(VALUE))
+
+
+def test_jax_helpers_take_shardkit_meshes():
+    from jax.experimental import multihost_utils
+
+    got = multihost_utils.host_local_array_to_global_array(VALUE, MESH, jax.P("data"))
+    same(got, multihost_utils.host_local_array_to_global_array(VALUE, MESH.to_jax(), jax.P("data")))
+
+
+def test_axis_types_are_jax_s():
+    assert sk.AxisType is jax.sharding.AxisType
+    explicit = sk.make_mesh((8,), ("d",), axis_types=jax.sharding.AxisType.Explicit)
+    assert explicit.axis_types == (jax.sharding.AxisType.Explicit,)

@@ -17,7 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 frameworks = importlib.import_module("frameworks")
 
 
-@pytest.mark.parametrize("example", ["optax_zero", "equinox_data_parallel"])
+@pytest.mark.parametrize(
+    "example",
+    ["optax_zero", "equinox_data_parallel", "flax_linen_logical", "flax_nnx", "orbax_checkpoint", "input_pipeline"],
+)
 def test_program_matches_jax(example):
     train = importlib.import_module(example).train
     want_losses, want_params = train(frameworks.JAX)
