@@ -21,6 +21,11 @@ from shardkit import P  # noqa: E402
 STEPS = int(os.environ.get("MLP_STEPS", "10"))
 
 
+def layer(x, w1):
+    """The hidden layer (also what ``shardkit-lower examples/mlp_2d.py:layer`` lowers in docs/inspect.md)."""
+    return jnp.tanh(x @ w1)
+
+
 def build(mesh):
     """(the jitted training step, the parameters' shardings, the data's sharding) on a ('x', 'y') mesh."""
     data = sk.NamedSharding(mesh, P("x", None))  # batch over 'x'
@@ -30,7 +35,7 @@ def build(mesh):
     }
 
     def loss(p, x, y):
-        h = jnp.tanh(x @ p["w1"])
+        h = layer(x, p["w1"])
         h = sk.with_sharding_constraint(h, sk.NamedSharding(mesh, P("x", "y")))
         return jnp.mean((h @ p["w2"] - y) ** 2)
 

@@ -295,6 +295,15 @@ def jax_array_api() -> tuple[list[str], list[str]]:
     return methods, list(array_methods._array_properties)
 
 
+def hlo_text_to_stablehlo(text: str) -> bytes:
+    """XLA's HLO text as StableHLO (MLIR bytecode): XLA's HLO parser, then XLA's HLO -> StableHLO translation.
+    jaxlib exposes both only in its private extension modules."""
+    from jaxlib import _jax
+
+    module = xc.hlo.hlo_module_from_text(text)
+    return _jax.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+
+
 def register_jax_dialects(registry: Any) -> None:
     """Adds the dialects jax's modules use to ``registry`` and registers MLIR's core and Shardy passes
     (``canonicalize``, ``sdy-*``). jax does this through jaxlib's private ``_jax_mlir_ext.register_dialects``

@@ -24,6 +24,7 @@ import jax
 import numpy as np
 
 from shardkit.caching import memoize
+from shardkit.dialects.hlo_check import MAX_DEVICES
 from shardkit.dialects.sdy import SdyMesh
 
 # How an axis takes part in sharding (Auto, Explicit, Manual): jax's own enum, so a mesh's axis types mean the same
@@ -221,8 +222,9 @@ class Mesh(_MeshShape, jax.sharding.Mesh):
 
     @cached_property
     def flat_devices(self) -> tuple[Any, ...]:
-        """The devices in mesh order: the compile-time device assignment of programs on this mesh."""
-        return tuple(self.devices.flat)
+        """The devices in mesh order: the compile-time device assignment of programs on this mesh (none for the
+        empty mesh, whose 0-d device array holds None)."""
+        return tuple(self.devices.flat) if self.axis_names else ()
 
     @cached_property
     def device_ids(self) -> np.ndarray:
@@ -277,6 +279,8 @@ class Mesh(_MeshShape, jax.sharding.Mesh):
 
 
 def _unpickle_mesh(refs: tuple, sizes: tuple[int, ...], names: tuple[str, ...], types: tuple[AxisType, ...]) -> Mesh:
+    if not names:
+        return EMPTY_MESH
     grid = np.empty(len(refs), dtype=object)
     grid[:] = lookup_devices(refs)
     return Mesh(grid.reshape(sizes), names, axis_types=types)
@@ -428,6 +432,11 @@ class AbstractMesh(_MeshShape, jax.sharding.AbstractMesh):
         if len(sizes) != len(names):
             raise ValueError(f"AbstractMesh got {len(sizes)} axis sizes {sizes!r} for {len(names)} names {names!r}.")
         sizes = tuple(int(s) for s in sizes)
+        if math.prod(sizes) > MAX_DEVICES:  # XLA's tile arithmetic overflows (and aborts) long before 2**63
+            raise ValueError(
+                f"AbstractMesh {dict(zip(names, sizes))} has {math.prod(sizes)} positions; at most {MAX_DEVICES} "
+                "are supported."
+            )
         types = _canonical_axis_types(axis_types, len(names))
         key = (names, sizes, types)
         mesh = _ABSTRACT_MESHES.get(key)

@@ -43,6 +43,15 @@ def test_sdy_builds_what_it_prints():
         assert str(mesh.build()) == str(mesh) and sdy.SdyMesh.from_attr(mesh.build()) == mesh
 
 
+@pytest.mark.parametrize("name", ["mesh", "a b", 'mesh"', "1x", "x.y$z", "é", "a\\b", "_m"])
+def test_symbol_names_print_as_mlir_prints_them(name):
+    tensor = sdy.SdyTensorSharding(name, (sdy.SdyDim(),))
+    with context():
+        assert sdy.symbol_ref(name) == str(ir.FlatSymbolRefAttr.get(name))
+        assert str(tensor) == str(tensor.build())
+        assert sdy.SdyTensorSharding.parse(str(tensor), context()) == tensor
+
+
 def test_malformed_sdy_text_gets_a_diagnostic():
     with pytest.raises(ir.MLIRError, match="sdy"):
         sdy.SdyTensorSharding.parse('#sdy.sharding<@mesh, [{"x"}', context())

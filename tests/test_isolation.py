@@ -72,6 +72,50 @@ class Grumble(Pass):
             self.emit_error(module.operation, "is not to my liking")
 
 
+@dataclasses.dataclass(frozen=True)
+class Hang(Pass):
+    """Never returns (importable, so it can run in the worker)."""
+
+    name = "test-hang"
+
+    def apply(self, module: ir.Module) -> None:
+        import time
+
+        while True:
+            time.sleep(1)
+
+
+def test_a_pass_past_its_time_limit_is_stopped_as_a_diagnostic():
+    module = parse()
+    before = str(module)
+    with pytest.raises(PassError) as e:
+        PassManager([Hang()], pass_timeout=0.5).run(module)
+    assert e.value.what == "timed out"
+    [diag] = e.value.diagnostics
+    assert diag.message == "pass 'test-hang' timed out after 0.5 s on 'builtin.module'"
+    assert str(module) == before
+    PassManager("canonicalize", pass_timeout=60).run(module)  # the next pass gets a fresh worker
+    for bad in (0, -1.0, "1", True):
+        with pytest.raises(ValueError, match="a pass time limit must be a positive number of seconds"):
+            PassManager("canonicalize", pass_timeout=bad)
+
+
+def test_shardkit_opt_takes_a_pass_timeout(tmp_path):
+    from tests.child import run_python
+
+    src = tmp_path / "m.mlir"
+    src.write_text(GOOD)
+    ok = run_python(
+        "from shardkit.tools.opt import main; main()", str(src), "-p", "canonicalize", "--pass-timeout", "30"
+    )
+    assert ok.returncode == 0, ok.stderr
+    bad = run_python(
+        "from shardkit.tools.opt import main; main()", str(src), "-p", "canonicalize", "--pass-timeout", "0"
+    )
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1
+    assert "a pass time limit must be a positive number of seconds, got 0.0" in bad.stderr
+
+
 def test_a_crash_in_a_crash_prone_pass_is_a_pass_error_at_the_function():
     module = parse(RESHAPE)
     before = str(module)
@@ -251,3 +295,38 @@ def test_a_worker_killed_between_requests_is_replaced(monkeypatch):
         PassManager("cse", isolation="all").run(module)
     monkeypatch.undo()
     PassManager("cse", isolation="all").run(module)
+
+
+_F = "func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n  return %a : tensor<8xf32>\n}\n"
+_H = _F.replace("@f", "@h")
+_G = _F.replace("func.func @f", "func.func private @g")
+_CALL = _F.replace("return %a", "%0 = call @g(%a) : (tensor<8xf32>) -> tensor<8xf32>\n  return %0")
+_MAIN = _CALL.replace("@f", "@main")
+
+
+@pytest.mark.parametrize("pipeline", ["propagate", "sdy-propagation-pipeline", "sdy-user-priority-propagate"])
+@pytest.mark.parametrize(
+    "text, runs",
+    [
+        ("", {}),
+        (_G, {"sdy-user-priority-propagate"}),
+        (_F, {"propagate", "sdy-propagation-pipeline", "sdy-user-priority-propagate"}),
+        (_F + _G, {"propagate", "sdy-propagation-pipeline"}),
+        (_F + _H, {}),
+        (_CALL + _G, {}),
+        (_MAIN + _G, {"propagate", "sdy-propagation-pipeline", "sdy-user-priority-propagate"}),
+    ],
+    ids=["empty", "private only", "one public", "public and private", "two public", "a call", "main"],
+)
+def test_propagation_without_an_entry_is_refused_before_shardy_aborts(text, runs, pipeline):
+    """Shardy's propagation aborts the process looking up @main in these modules: the error says so, located at
+    the module, instead of a crashed pass (or, without isolation, a dead process)."""
+    module = parse(text)
+    if pipeline in runs:
+        passes.run_pipeline(module, pipeline)
+        return
+    with isolation.policy("none"), pytest.raises(PassError) as e:
+        passes.run_pipeline(module, pipeline)
+    [diag] = e.value.diagnostics
+    assert e.value.what == "failed" and diag.line == (1 if text else 0)  # the first function, or the module
+    assert diag.message.startswith("Shardy's propagation needs a public function @main, the program's entry")

@@ -55,13 +55,13 @@ DEEP_REGIONS = "func.func @main() {\n" + nested('"test.op"() ({\n', "}) : () -> 
 # name (with every catalogue id it covers) -> (argv, input, expected exit code, regex over stderr). In argv,
 # "{in}" is the input written to a file (the input is stdin otherwise), "{dir}" a directory.
 CASES: dict[str, tuple[list[str], str | bytes, int, str]] = {
-    # A crash-prone jaxlib pass (no @main: verify-diagnostics.mlir chunk 3) runs in a child: its abort is a diagnostic.
+    # Shardy's propagation aborts without @main (verify-diagnostics.mlir chunk 3): refused first, located.
     "opt-crash-00 cli-crash-128": (
         ["-p", "sdy-user-priority-propagate ,verify-shardings"],
         NO_MAIN,
         1,
-        r"<stdin>:1:1: error: pass 'sdy-user-priority-propagate' crashed \(SIGABRT\) on 'builtin.module'\n.*"
-        r"note: the pass's last words: Check failed: funcOp Failed to lookup function: main",
+        r"<stdin>:3:3: error: Shardy's propagation needs a public function @main, the program's entry, in a module "
+        r"of these functions: public @same_line, public @above; rename the entry to @main",
     ),
     # deep_nest: regions nested past what MLIR's recursive parser survives.
     "opt-crash-01 cli-crash-131": (

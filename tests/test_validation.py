@@ -174,6 +174,16 @@ MODEL_CRASHES = {
         "out = all(out)",
         r"ok: True",
     ),
+    # Meshes: sizes XLA's tile arithmetic overflows on (SIGFPE), and the empty mesh's missing devices.
+    "an AbstractMesh of more positions than XLA can count": (
+        "sk.NamedSharding(sk.AbstractMesh((2**62, 16), ('x', 'y')), P('x')).to_hlo(1)",
+        r"ValueError: AbstractMesh \{'x': 4611686018427387904, 'y': 16\} has \d+ positions; at most 1048576",
+    ),
+    "the empty mesh has no devices, pickles and is one process's": (
+        "import pickle\nm = sk.make_mesh((), ())\n"
+        "out = (m.is_multi_process, pickle.loads(pickle.dumps(m)) is m, m.local_devices, m.flat_devices)",
+        r"ok: \(False, True, \[\], \(\)\)",
+    ),
     # Shardy attributes.
     "model-crash-29": (
         "from jaxlib.mlir import ir\nsdy.SdyTensorSharding.parse('', ir.Context())",

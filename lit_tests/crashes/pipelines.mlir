@@ -1,6 +1,6 @@
 // A pass pipeline nested on an op it cannot run on makes MLIR's pipeline builder abort ("LLVM ERROR: Can't
 // add pass"); shardkit-opt checks anchors first. A module with no @main makes jaxlib's propagation abort;
-// that crash is a diagnostic. Both exit with code 1, never a signal.
+// shardkit-opt refuses it first, at its first function. Both exit with code 1, never a signal.
 // RUN: not shardkit-opt %s -p 'func.func(sdy-export-pipeline)' 2>&1 | FileCheck %s --check-prefix=FUNC
 // RUN: not shardkit-opt %s --pass-pipeline='builtin.module(sdy.mesh(sdy-import-pipeline))' 2>&1 | FileCheck %s --check-prefix=MESH
 // RUN: not shardkit-opt %s -p 'cse,func.func(canonicalize,sdy-propagation-pipeline)' 2>&1 | FileCheck %s --check-prefix=INNER
@@ -12,9 +12,8 @@
 // INNER: shardkit-opt: error: Pass pipeline 'sdy-propagation-pipeline' cannot run nested on 'func.func'
 // FINE: func.func @f
 
-// expected-error @unknown {{pass 'sdy-propagation-pipeline' crashed (SIGABRT) on 'builtin.module'}}
-// expected-note @unknown {{Check failed: funcOp Failed to lookup function: main}}
 sdy.mesh @mesh = <["x"=2]>
+// expected-error @below {{Shardy's propagation needs a public function @main, the program's entry, in a module of these functions: public @f, public @g; rename the entry to @main}}
 func.func @f(%arg0: tensor<8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> tensor<8xf32> {
   return %arg0 : tensor<8xf32>
 }

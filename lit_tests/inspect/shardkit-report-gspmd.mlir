@@ -28,7 +28,7 @@
 // SIZE: shardkit-report: error: --mesh data=3 has 3 devices but the module has 8 partitions
 // IMAGE: shardkit-report: error: --image draws the communication report; it does not apply to --table
 // MISSING: shardkit-report: error: could not open input file '{{.*}}.missing': No such file or directory
-// UTF8: shardkit-report: error: input file '{{.*}}.latin1' is not UTF-8 text (byte 6)
+// UTF8: shardkit-report: error: input '{{.*}}.latin1' is neither UTF-8 text nor MLIR bytecode: byte 0xe9 at line 1, column 7 is not valid UTF-8
 // NOMAIN: shardkit-report: error: <module> has no function @main to run
 // NOMAIN-PLAN: shardkit-report: error: the module has no function @main to plan for
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Sequence
 
 from jaxlib.mlir import ir
@@ -24,6 +25,18 @@ from jaxlib.mlir.dialects import sdy as _sdy
 from shardkit._jaxlib import HloSharding
 from shardkit.dialects import mhlo
 from shardkit.dialects.hlo_check import MAX_DEVICES
+
+_BARE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+
+
+def symbol_ref(name: str) -> str:
+    """``@name`` as MLIR prints a symbol reference: bare when ``name`` is an identifier, quoted and escaped otherwise.
+
+    Examples:
+        >>> print(symbol_ref("mesh_0"), symbol_ref("a b"), symbol_ref('mesh"'))
+        @mesh_0 @"a b" @"mesh\\22"
+    """
+    return f"@{name}" if _BARE_ID.fullmatch(name) else f"@{_quote(name)}"
 
 
 def _quote(name: str) -> str:
@@ -273,7 +286,7 @@ class SdyTensorSharding:
     @property
     def body(self) -> str:
         """The text inside ``#sdy.sharding``, as ops such as ``sdy.sharding_constraint`` print it."""
-        mesh = f"@{self.mesh}" if isinstance(self.mesh, str) else f"mesh{self.mesh.body}"
+        mesh = symbol_ref(self.mesh) if isinstance(self.mesh, str) else f"mesh{self.mesh.body}"
         text = f"<{mesh}, [{', '.join(map(str, self.dims))}]"
         for key, axes in (("replicated", self.replicated), ("unreduced", self.unreduced)):
             if axes:

@@ -167,7 +167,7 @@ def sharding_table(module: ir.Module, mesh: Any = None) -> ShardingTable:
     meshes = irx.meshes(module)
     rows: list[ValueSharding] = []
     for func in irx.ops(module, "func.func"):
-        name = "@" + ir.StringAttr(func.attributes["sym_name"]).value
+        name = sdy_forms.symbol_ref(ir.StringAttr(func.attributes["sym_name"]).value)
         args = func.regions[0].blocks[0].arguments
         for i, attrs in enumerate(irx.value_attrs(func, "arg")):
             rows.append(_row(name, i, args[i].type, attrs.get(irx.SDY_SHARDING), meshes, mesh, args[i].location))

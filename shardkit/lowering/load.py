@@ -1,7 +1,8 @@
 """StableHLO that shardkit did not lower becomes a ``LoweredModule``: parsed, read and bound to devices.
 
 Sources: MLIR text, MLIR bytecode, a StableHLO portable artifact (VHLO bytecode, what ``jax.export`` stores),
-a ``jax.export.Exported`` or its serialized bytes, or a file holding any of these. Shardings are read from
+XLA's HLO text (``dialects.hlo_text``), a ``jax.export.Exported`` or its serialized bytes, or a file holding any
+of these. Shardings are read from
 ``@main``'s arguments and results in either form: ``sdy.sharding`` over ``sdy.mesh`` symbols (or inlined
 meshes, ``device_ids`` included) or GSPMD ``mhlo.sharding`` strings; a value with neither, or with open
 (``{?}``) dimensions, is left to the compiler. Everything inside ``@main`` (``sdy.manual_computation``,
@@ -32,8 +33,8 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from shardkit import _jaxlib
-from shardkit.dialects import context, copy_module, ir as irx, mhlo
-from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding
+from shardkit.dialects import context, copy_module, hlo_text, ir as irx, mhlo
+from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding, symbol_ref
 from shardkit.lowering.lower import LoweredModule
 from shardkit.lowering.types import ShapeDtypeStruct
 from shardkit.mesh import AbstractMesh, Mesh, mesh_from_jax
@@ -112,6 +113,11 @@ def _parse_text(text: str | bytes, where: str) -> _Parsed:
     deep = diagnostics.nesting_error(text, where) if isinstance(text, str) else None
     if deep is not None:
         raise LoadError(str(deep))
+    if isinstance(text, str) and hlo_text.is_hlo_text(text):
+        try:
+            return _Parsed(hlo_text.to_stablehlo(text, context(), where), _stem(where), where)
+        except hlo_text.HloTextError as e:
+            raise LoadError(str(e)) from None
     try:
         module = ir.Module.parse(text, context())
     except ir.MLIRError as e:
@@ -176,7 +182,7 @@ def _num_partitions(module: ir.Module, name: str, meshes: dict[str, SdyMesh], ma
     if replicas not in (None, 1):
         raise LoadError(f"{name} has mhlo.num_replicas = {replicas}; shardkit runs SPMD programs of one replica.")
     partitions = irx.module_int(module, irx.NUM_PARTITIONS)
-    sized = {f"sdy mesh @{n} {m.body}": m.size for n, m in meshes.items() if m.axes}
+    sized = {f"sdy mesh {symbol_ref(n)} {m.body}": m.size for n, m in meshes.items() if m.axes}
     if partitions is None:
         hlo_sizes = [
             mhlo.read(attrs[irx.MHLO_SHARDING]).num_devices()
@@ -203,7 +209,7 @@ def _bind(
         if not isinstance(mesh, Mesh):
             raise TypeError(f"mesh must be a concrete Mesh (shardkit's or jax's), got {mesh!r}.")
         match = next((s for s, m in meshes.items() if m.axes == mesh.shape_tuple), None)
-        shapes = ", ".join(f"@{s} {m.body}" for s, m in meshes.items()) or f"no mesh, {n} partitions"
+        shapes = ", ".join(f"{symbol_ref(s)} {m.body}" for s, m in meshes.items()) or f"no mesh, {n} partitions"
         if match is None and (meshes or mesh.size != n):
             raise ValueError(f"mesh {mesh.to_sdy().body} does not match the module {name}'s mesh: {shapes}.")
         order = meshes[match].device_ids if match is not None else None
@@ -222,7 +228,7 @@ def _bind(
     else:
         available = jax.devices()
         if n > len(available):
-            shapes = ", ".join(f"@{s} {m.body}" for s, m in meshes.items() if m.axes) or f"{n} partitions"
+            shapes = ", ".join(f"{symbol_ref(s)} {m.body}" for s, m in meshes.items() if m.axes) or f"{n} partitions"
             raise ValueError(f"{name} needs {n} devices ({shapes}), but only {len(available)} devices exist.")
         devices = tuple(available[:n])
     return devices, _bind_meshes(meshes, devices), None

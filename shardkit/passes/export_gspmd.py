@@ -45,7 +45,7 @@ class ExportGSPMD(Pass):
                 mesh = meshes.resolve(tensor.mesh)
                 try:
                     if mesh is None:
-                        raise ValueError(f"unknown mesh @{tensor.mesh}")
+                        raise ValueError(f"unknown mesh {forms.symbol_ref(tensor.mesh)}")
                     converted[attr] = tensor.to_hlo(mesh)
                 except ValueError as e:
                     converted[attr] = f"cannot export {tensor} to GSPMD: {diagnostics.clause(e)}"

@@ -52,7 +52,9 @@ class ImportGSPMD(Pass):
                             constraint = sdy.ShardingConstraintOp(site.op.operands[0], tensor.build())
                         irx.replace(site.op, constraint.results)
                 elif target.startswith("SPMD"):
-                    self.emit_error(site.op, f"@{target} (manual sharding) has no Shardy form in import-gspmd")
+                    self.emit_error(
+                        site.op, f"{forms.symbol_ref(target)} (manual sharding) has no Shardy form in import-gspmd"
+                    )
                 else:
                     tensor = convert(site)
                     if tensor is None:

@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 
 from jaxlib.mlir import ir
 
+from shardkit.dialects.sdy import symbol_ref
 from shardkit.passes.diagnostics import Diagnostic, PassError, from_mlir_error, op_position
 
 POLICIES = ("crash-prone", "all", "none")
@@ -61,6 +62,52 @@ CRASH_PRONE = frozenset(
     }
 )
 
+# When Shardy's propagation looks its entry function up as @main and aborts without one (jaxlib 0.10.2, measured
+# on modules of one or two functions, public or private, with and without a call): the pipeline needs @main
+# unless exactly one function is public and nothing is called; a propagation step (sdy-*-propagate) unless
+# the module holds exactly one function.
+_PROPAGATION_STEPS = frozenset(
+    {"sdy-aggressive-propagate", "sdy-basic-propagate", "sdy-op-priority-propagate", "sdy-user-priority-propagate"}
+)
+
+
+def entry_error(module: ir.Module, pass_names: frozenset[str]) -> Diagnostic | None:
+    """The located error to report instead of running ``pass_names`` (a pipeline's passes) on ``module`` when
+    Shardy's propagation among them would abort for want of a function @main; None when it can run."""
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    names = [ir.StringAttr(f.attributes["sym_name"]).value for f in funcs]
+    if "main" in names:
+        return None
+    public = [
+        f for f in funcs if "sym_visibility" not in f.attributes or str(f.attributes["sym_visibility"]) == '"public"'
+    ]
+    calls = any(op.name == "func.call" for f in funcs for op in _walk(f.operation))
+    if "sdy-propagation-pipeline" in pass_names:  # its own propagation step runs under the pipeline's rule
+        aborts = len(public) != 1 or calls
+    else:
+        aborts = not _PROPAGATION_STEPS.isdisjoint(pass_names) and len(funcs) != 1
+    if not aborts:
+        return None
+    held = ", ".join(f"{'public' if f in public else 'private'} {symbol_ref(n)}" for f, n in zip(funcs, names))
+    file, line, col = op_position(funcs[0].operation if funcs else module.operation)
+    return Diagnostic(
+        "error",
+        "Shardy's propagation needs a public function @main, the program's entry, in a module of "
+        f"{'these functions' if funcs else 'no functions'}{': ' + held if held else ''}; rename the entry to @main",
+        file,
+        line,
+        col,
+    )
+
+
+def _walk(op: ir.Operation) -> Iterator[ir.Operation]:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield inner.operation
+                yield from _walk(inner.operation)
+
+
 _policy: contextvars.ContextVar[str] = contextvars.ContextVar("shardkit_isolation", default="crash-prone")
 
 
@@ -83,6 +130,26 @@ def policy(name: str) -> Iterator[None]:
 
 def current_policy() -> str:
     return _policy.get()
+
+
+_time_limit: contextvars.ContextVar[float | None] = contextvars.ContextVar("shardkit_pass_timeout", default=None)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Inside the block an isolated pass that runs longer than ``seconds`` is stopped (its worker killed) and
+    fails as timed out; None sets no limit. Only a pass in the worker can be stopped."""
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0):
+        raise ValueError(f"a pass time limit must be a positive number of seconds, got {seconds!r}")
+    token = _time_limit.set(seconds)
+    try:
+        yield
+    finally:
+        _time_limit.reset(token)
+
+
+def current_time_limit() -> float | None:
+    return _time_limit.get()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,18 +266,28 @@ def run(module: ir.Module, job: Job) -> list[Diagnostic]:
         at: ir.Operation = module.operation
         ops = list(module.body.operations)
         result = None
-        for reply in worker.request((job, payload.getvalue())):
-            if reply is None:
-                break
-            if reply[0] == "at":
-                at = ops[reply[1]].operation
-            else:
-                result = reply
+        limit = current_time_limit()
+        watchdog = threading.Timer(limit, worker.process.kill) if limit is not None else None
+        if watchdog is not None:
+            watchdog.start()
+        try:
+            for reply in worker.request((job, payload.getvalue())):
+                if reply is None:
+                    break
+                if reply[0] == "at":
+                    at = ops[reply[1]].operation
+                else:
+                    result = reply
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
         if result is None:
             code = worker.process.wait()
             words = worker.last_words()
             worker.close()
             _worker = None
+            if watchdog is not None and watchdog.finished.is_set() and code == -signal.SIGKILL:
+                raise PassError(job.pass_name, [_timed_out(job.pass_name, at, limit)], "timed out")
             raise PassError(job.pass_name, [_crash(job.pass_name, at, code, words)], "crashed")
         worker.forward_stderr()
     _, output, found, error = result
@@ -228,12 +305,20 @@ def _crash(pass_name: str, op: ir.Operation, code: int, words: str) -> Diagnosti
             how = signal.Signals(-code).name
         except ValueError:
             how = f"signal {-code}"
-    what = f"'{op.name}'" + (
-        f" @{ir.StringAttr(op.attributes['sym_name']).value}" if "sym_name" in op.attributes else ""
-    )
     file, line, col = op_position(op)
     notes = (Diagnostic("note", f"the pass's last words: {words}", file, line, col),) if words else ()
-    return Diagnostic("error", f"pass '{pass_name}' crashed ({how}) on {what}", file, line, col, notes)
+    return Diagnostic("error", f"pass '{pass_name}' crashed ({how}) on {_op_words(op)}", file, line, col, notes)
+
+
+def _timed_out(pass_name: str, op: ir.Operation, seconds: float) -> Diagnostic:
+    file, line, col = op_position(op)
+    return Diagnostic("error", f"pass '{pass_name}' timed out after {seconds:g} s on {_op_words(op)}", file, line, col)
+
+
+def _op_words(op: ir.Operation) -> str:
+    """``'func.func' @name``: the op a pass was running on, as a diagnostic names it."""
+    name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None
+    return f"'{op.name}'" + (f" {symbol_ref(name)}" if name is not None else "")
 
 
 def _replace_contents(module: ir.Module, new: ir.Module) -> None:

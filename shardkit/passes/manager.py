@@ -35,7 +35,7 @@ from shardkit.dialects import context as shardkit_context
 from shardkit.passes import diagnostics, isolation, registry
 from shardkit.passes.base import Pass
 from shardkit.passes.diagnostics import Diagnostic, PassError
-from shardkit.passes.isolation import checked
+from shardkit.passes.isolation import checked, time_limit
 from shardkit.passes.pipeline import PassSpec, parse_pipeline, print_items
 
 
@@ -85,6 +85,10 @@ class MlirPass:
         raise ValueError(f"MLIR pass '{spec.name}' cannot run on a module nor on its functions.")
 
     def apply(self, module: ir.Module) -> None:
+        refused = isolation.entry_error(module, _expanded_names(self.pipeline_text()) | {self.name})
+        if refused is not None:  # Shardy would abort: say why, located, instead of reporting a crash
+            diagnostics.emit(refused, self.name)
+            return
         policy = isolation.current_policy()
         if policy == "all" or (policy == "crash-prone" and self.crash_prone):
             job = isolation.Job(
@@ -317,7 +321,9 @@ class PassManager:
     """Runs a pipeline over a module in place; every run records per-pass wall times (``timing_report``).
 
     ``isolation`` says which passes run in a child process, where a crash becomes a PassError: one of
-    ``isolation.POLICIES`` (``crash-prone`` by default).
+    ``isolation.POLICIES`` (``crash-prone`` by default). ``pass_timeout`` (seconds) stops a pass that runs
+    longer, as a PassError; it runs every pass in the child (only there can one be stopped), except shardkit
+    passes that cannot be pickled.
 
     Examples:
         >>> from shardkit.dialects import context
@@ -344,12 +350,15 @@ class PassManager:
         callback: Callback | None = None,
         context: ir.Context | None = None,
         isolation: str | None = None,
+        pass_timeout: float | None = None,
     ):
         if isinstance(pipeline, str):
             self.passes = tuple(resolve(spec, context) for spec in parse_pipeline(pipeline))
         else:
             self.passes = tuple(pipeline)
         self.isolation = isolation if isolation is None else checked(isolation)
+        with time_limit(pass_timeout):  # checks it
+            self.pass_timeout = pass_timeout
         self.verify_each = verify_each
         self.print_ir_before_all = print_ir_before_all
         self.print_ir_after_all = print_ir_after_all
@@ -369,6 +378,8 @@ class PassManager:
         return f"PassManager({str(self)!r})"
 
     def _policy(self) -> str:
+        if self.pass_timeout is not None:
+            return "all"
         return self.isolation or isolation.current_policy()
 
     def isolated(self, p: AnyPass) -> bool:
@@ -401,7 +412,7 @@ class PassManager:
         left as that pass left it: run on a copy to keep the original). Timings and warnings of the passes
         that ran, the failed one included, stay readable after a failure."""
         self.timings, self.warnings = [], []
-        with isolation.policy(self._policy()):
+        with isolation.policy(self._policy()), time_limit(self.pass_timeout):
             for p in self.passes:
                 self._run_one(p, module)
 

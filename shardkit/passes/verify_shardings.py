@@ -69,7 +69,7 @@ class VerifyShardings(Pass):
         elif tensor.mesh in meshes:
             mesh = meshes[tensor.mesh]
         else:
-            self.emit_error(where, f"{label} - unknown mesh: @{tensor.mesh}")
+            self.emit_error(where, f"{label} - unknown mesh: {forms.symbol_ref(tensor.mesh)}")
             return
         if mesh.is_maximal:
             return

@@ -99,6 +99,13 @@ OPTIONS = (
         choices=ISOLATION,
         default="crash-prone",
     ),
+    Option(
+        ("pass-timeout",),
+        "stop a pass that runs longer than SECONDS, as a diagnostic (every pass then runs in a child process)",
+        "required",
+        "SECONDS",
+        type=float,
+    ),
 )
 
 _BY_NAME = {name: option for option in OPTIONS for name in option.names}

@@ -89,7 +89,7 @@ class OptMain:
             return self.error("--emit-bytecode writes bytes; give -o FILE (this stdout takes text only)")
         name = self.name = "<stdin>" if args.input == "-" else args.input
         try:
-            data = self._read(args.input)
+            data = source.read(args.input, self.stdin)
             text = source.decode(data, name)
         except OSError as e:
             return self.error(f"could not open input file '{args.input}': {e.strerror}")
@@ -105,14 +105,6 @@ class OptMain:
             if args.dump_pass_pipeline:
                 self.stderr.write(catalog.dump_pipeline(pm))
             return self._run_chunks(ctx, pm, text, name)
-
-    def _read(self, path: str) -> bytes:
-        if path != "-":
-            with open(path, "rb") as f:
-                return f.read()
-        stream = getattr(self.stdin, "buffer", self.stdin)
-        data = stream.read()
-        return data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
 
     @contextlib.contextmanager
     def _context_flags(self, ctx: ir.Context) -> Iterator[None]:
@@ -140,6 +132,7 @@ class OptMain:
             print_ir=self._print,
             stream=self.stderr,
             isolation=args.isolate_passes,
+            pass_timeout=args.pass_timeout,
         )
 
     def _print(self, module: ir.Module) -> str:
@@ -202,19 +195,9 @@ class OptMain:
         return 1 if failed else 0
 
     def _run_chunk(self, ctx: ir.Context, pm: PassManager, chunk: source.Chunk, name: str) -> _Result:
-        if chunk.bytecode is None:
-            deep = diagnostics.nesting_error(chunk.text, name, chunk.first_line)
-            if deep is not None:
-                return _Result([deep])
-        try:
-            with diagnostics.collecting(ctx) as parse_found:
-                # Blank lines in front keep the parser's line numbers equal to the file's.
-                module = ir.Module.parse(chunk.bytecode or "\n" * (chunk.first_line - 1) + chunk.text, ctx)
-        except ir.MLIRError as e:
-            return _Result([d.renamed(name) for d in [*parse_found, *diagnostics.from_mlir_error(e)]])
-        except MemoryError:
-            return _Result([Diagnostic("error", "out of memory while parsing this input", name)])
-        found = [d.renamed(name) for d in parse_found]
+        module, found = source.parse(ctx, chunk, name)
+        if module is None:
+            return _Result(found)
         try:
             pm.run(module)
         except PassError as e:

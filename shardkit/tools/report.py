@@ -20,7 +20,6 @@ import dataclasses
 import math
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
 from jax.errors import JaxRuntimeError
@@ -63,25 +62,20 @@ class ReportMain(ToolMain):
         args = self.args
         if args.image and args.table:
             return self.error("--image draws the communication report; it does not apply to --table")
-        try:
-            text = self.stdin.read() if args.input == "-" else Path(args.input).read_text(encoding="utf-8")
-        except OSError as e:
-            return self.error(f"could not open input file '{args.input}': {e.strerror}")
-        except UnicodeDecodeError as e:
-            return self.error(f"input file '{args.input}' is not UTF-8 text (byte {e.start})")
         from shardkit.dialects import context
-        from shardkit.passes import diagnostics
+        from shardkit.tools import source
 
         name = "<stdin>" if args.input == "-" else args.input
-        deep = diagnostics.nesting_error(text, name)
-        if deep is not None:
-            self.stderr.write(f"{deep}\n")
-            return 1
         try:
-            module = ir.Module.parse(text, context())
-        except ir.MLIRError as e:
-            for diag in diagnostics.from_mlir_error(e):
-                self.stderr.write(f"{diag.renamed(name)}\n")
+            text = source.decode(source.read(args.input, self.stdin), name)
+        except OSError as e:
+            return self.error(f"could not open input file '{args.input}': {e.strerror}")
+        except source.InputError as e:
+            return self.error(str(e))
+        module, found = source.parse(context(), source.chunks(text, split=False)[0], name)
+        for diag in found:
+            self.stderr.write(f"{diag}\n")
+        if module is None:
             return 1
         try:
             out = self.report(module, name)

@@ -1,10 +1,18 @@
-"""shardkit-opt's input: reading it (text or MLIR bytecode) and cutting it into ``// -----`` chunks (each is
-checked with ``dialects.nesting`` before MLIR parses it)."""
+"""The tools' input: reading it (MLIR text or bytecode, or XLA's HLO text), cutting it into ``// -----`` chunks
+(shardkit-opt's ``--split-input-file``) and parsing each (checked with ``dialects.nesting`` before MLIR parses
+it), so shardkit-opt and shardkit-report read the same inputs with the same errors."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
+
+from jaxlib.mlir import ir
+
+from shardkit.dialects import hlo_text
+from shardkit.passes import diagnostics
+from shardkit.passes.diagnostics import Diagnostic
 
 BYTECODE_MAGIC = b"ML\xefR"
 _SPLIT = re.compile(r"^// -----", re.MULTILINE)
@@ -21,6 +29,16 @@ class Chunk:
     text: str
     first_line: int = 1
     bytecode: bytes | None = None
+
+
+def read(path: str, stdin: Any) -> bytes:
+    """The bytes of the input file, or of ``stdin`` for ``-`` (OSError when it cannot be read)."""
+    if path != "-":
+        with open(path, "rb") as f:
+            return f.read()
+    stream = getattr(stdin, "buffer", stdin)
+    data = stream.read()
+    return data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
 
 
 def decode(data: bytes, name: str) -> str | bytes:
@@ -53,3 +71,25 @@ def chunks(source: str | bytes, split: bool) -> list[Chunk]:
         line += 1
     found.append(Chunk(source[start:], line))
     return found
+
+
+def parse(ctx: ir.Context, chunk: Chunk, name: str) -> tuple[ir.Module | None, list[Diagnostic]]:
+    """The chunk's module (None when it does not parse) and the diagnostics parsing it reported, named ``name``."""
+    if chunk.bytecode is None:
+        deep = diagnostics.nesting_error(chunk.text, name, chunk.first_line)
+        if deep is not None:
+            return None, [deep]
+        if hlo_text.is_hlo_text(chunk.text):
+            try:
+                return hlo_text.to_stablehlo(chunk.text, ctx, name), []
+            except hlo_text.HloTextError as e:
+                return None, [Diagnostic("error", e.reason, name, e.line and e.line + chunk.first_line - 1, e.col)]
+    try:
+        with diagnostics.collecting(ctx) as found:
+            # Blank lines in front keep the parser's line numbers equal to the file's.
+            module = ir.Module.parse(chunk.bytecode or "\n" * (chunk.first_line - 1) + chunk.text, ctx)
+    except ir.MLIRError as e:
+        return None, [d.renamed(name) for d in [*found, *diagnostics.from_mlir_error(e)]]
+    except MemoryError:
+        return None, [Diagnostic("error", "out of memory while parsing this input", name)]
+    return module, [d.renamed(name) for d in found]

@@ -209,7 +209,7 @@ def sdy_refs(draw: Any) -> Any:
 @st.composite
 def sdy_shardings(draw: Any) -> Any:
     axes, ids = draw(sdy_meshes())
-    mesh: Any = draw(st.sampled_from(["mesh", "m", ""]))
+    mesh: Any = draw(st.sampled_from(["mesh", "m", "", "a b", 'mesh"', "1x", "x.y$z", "é", "a\\b"]))
     if draw(st.booleans()):
         mesh = sdy.SdyMesh(tuple(axes), ids)  # may raise: drawn inside the case
     dims = tuple(
