@@ -24,6 +24,14 @@ def hlo_from_proto(proto: OpSharding) -> HloSharding:
     return xc.HloSharding.from_proto(proto)
 
 
+def op_sharding_from_bytes(data: bytes) -> OpSharding:
+    """An ``OpSharding`` proto parsed from bytes already checked to be a protobuf message at the wire level
+    (``hlo_check.check_wire_format``: this parser reports nothing on garbage)."""
+    proto = xc.OpSharding()
+    proto.ParseFromString(data)
+    return proto
+
+
 def tuple_sharding(elements: Sequence[HloSharding], shapes: Sequence[tuple[int, ...]]) -> HloSharding:
     """The tuple sharding of a multi-result op (XLA wants the tuple's shape; the element type does not matter)."""
     shape = xc.Shape.tuple_shape([xc.Shape.array_shape(np.dtype("float32"), s) for s in shapes])

@@ -254,6 +254,40 @@ _TYPE_NAMES = {
 }
 
 
+def check_wire_format(data: bytes) -> None:
+    """Raises ValueError unless ``data`` is a well-formed protobuf message at the wire level (every field a valid
+    key with a known wire type whose value fits in the bytes): protobuf's own parser, as jaxlib binds it, reports
+    nothing on garbage, which would read as some sharding."""
+    i, n = 0, len(data)
+
+    def varint() -> int:
+        nonlocal i
+        value, shift = 0, 0
+        while True:
+            if i >= n or shift > 63:
+                raise ValueError(f"a varint runs past byte {i}")
+            byte = data[i]
+            i += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    while i < n:
+        at = i
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if field == 0 or wire not in (0, 1, 2, 5):
+            raise ValueError(f"byte {at} holds no field key (field {field}, wire type {wire})")
+        if wire == 0:
+            varint()
+        else:
+            size = {1: 8, 5: 4}.get(wire) or varint()
+            if i + size > n:
+                raise ValueError(f"field {field} at byte {at} runs past the end")
+            i += size
+
+
 def check_proto(proto: Any) -> None:
     """Raises ValueError unless an ``OpSharding`` proto is well formed (its tuple elements each, when a tuple)."""
     kind = proto.type

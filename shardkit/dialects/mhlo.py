@@ -190,12 +190,37 @@ def build(hlo: HloSharding) -> ir.StringAttr:
     return ir.StringAttr.get(repr(hlo))
 
 
-def read(attr: ir.Attribute) -> HloSharding:
-    """The HloSharding held by an ``mhlo.sharding`` string attribute (HloParseError when it does not parse or is
-    not a string)."""
+def unspecified(attr: ir.Attribute) -> bool:
+    """Whether an ``mhlo.sharding`` attribute is the empty string, which XLA reads as no sharding."""
+    return isinstance(attr, ir.StringAttr) and not ir.StringAttr(attr).value_bytes.strip()
+
+
+def read(attr: ir.Attribute) -> HloSharding | None:
+    """The HloSharding an ``mhlo.sharding`` string attribute holds, in every form XLA reads: the text form, a
+    serialized ``OpSharding`` proto (what older frontends write, ``"\\08\\03\\1A..."``), checked field by field
+    as a user's proto is, or the empty string, which XLA reads as no sharding (None). HloParseError when it is
+    none of these or not a string.
+
+    Examples:
+        >>> with context():
+        ...     proto = ir.StringAttr.get(parse("{devices=[4,2]<=[8]}").to_proto().SerializeToString())
+        ...     read(proto), read(ir.StringAttr.get(""))
+        ({devices=[4,2]<=[8]}, None)
+    """
     if not isinstance(attr, ir.StringAttr):
         raise HloParseError(str(attr), "an HLO sharding is a string attribute")
-    return parse(ir.StringAttr(attr).value)
+    if unspecified(attr):
+        return None
+    data = ir.StringAttr(attr).value_bytes
+    if data.lstrip().startswith(b"{"):  # the text form; a proto never starts so (XLA tries both)
+        return parse(data.decode("utf-8", "replace"))
+    try:
+        hlo_check.check_wire_format(data)
+        return checked(_jaxlib.op_sharding_from_bytes(data))
+    except ValueError as e:
+        raise HloParseError(
+            data.decode("latin-1"), f"neither HLO sharding text nor a valid serialized OpSharding proto ({e})"
+        ) from None
 
 
 def split(attr: ir.Attribute, n: int) -> list[ir.Attribute]:
@@ -204,9 +229,12 @@ def split(attr: ir.Attribute, n: int) -> list[ir.Attribute]:
     if n == 1:
         return [attr]
     try:
-        elements = read(attr).tuple_elements()
+        hlo = read(attr)
     except ValueError:
         return [attr] * n
+    if hlo is None:
+        return [attr] * n
+    elements = hlo.tuple_elements()
     if len(elements) != n:
         return [attr] * n
     return [ir.StringAttr.get(repr(e), context=attr.context) for e in elements]
@@ -217,4 +245,6 @@ def join(attrs: Sequence[ir.Attribute], types: Sequence[ir.Type]) -> ir.Attribut
     if len(attrs) == 1:
         return attrs[0]
     shapes = [tuple(t.shape) if isinstance(t, ir.RankedTensorType) else () for t in types]
-    return ir.StringAttr.get(repr(_jaxlib.tuple_sharding([read(a) for a in attrs], shapes)))
+    # an element with no sharding (the empty string) has none to keep in a tuple: XLA replicates it
+    elements = [read(a) or HloSharding.replicate() for a in attrs]
+    return ir.StringAttr.get(repr(_jaxlib.tuple_sharding(elements, shapes)))

@@ -184,12 +184,13 @@ def _num_partitions(module: ir.Module, name: str, meshes: dict[str, SdyMesh], ma
     partitions = irx.module_int(module, irx.NUM_PARTITIONS)
     sized = {f"sdy mesh {symbol_ref(n)} {m.body}": m.size for n, m in meshes.items() if m.axes}
     if partitions is None:
-        hlo_sizes = [
-            mhlo.read(attrs[irx.MHLO_SHARDING]).num_devices()
+        read = [
+            mhlo.read(attrs[irx.MHLO_SHARDING])
             for kind in ("arg", "res")
             for attrs in irx.value_attrs(main, kind)
             if irx.MHLO_SHARDING in attrs and irx.SDY_SHARDING not in attrs
         ]
+        hlo_sizes = [hlo.num_devices() for hlo in read if hlo is not None]
         partitions = max([*sized.values(), *hlo_sizes, 1])
     for what, size in sized.items():
         if size != partitions:
@@ -255,8 +256,9 @@ class _Binding:
         try:
             if irx.SDY_SHARDING in attrs:
                 return self._sdy(SdyTensorSharding.from_attr(attrs[irx.SDY_SHARDING]), ndim)
-            if irx.MHLO_SHARDING in attrs:
-                return from_hlo(mhlo.read(attrs[irx.MHLO_SHARDING]), self.devices, self.mesh, ndim)
+            hlo = mhlo.read(attrs[irx.MHLO_SHARDING]) if irx.MHLO_SHARDING in attrs else None
+            if hlo is not None:  # the empty string is no sharding, as XLA reads it
+                return from_hlo(hlo, self.devices, self.mesh, ndim)
         except ValueError as e:
             raise LoadError(f"{what}: {diagnostics.clause(e)}.") from None
         return None
@@ -346,6 +348,19 @@ def _import_round_trip(module: ir.Module) -> None:
             )
 
 
+def _check_hlo_shardings(module: ir.Module, where: str) -> None:
+    """Every ``mhlo.sharding`` in the module, the body's included, is one XLA reads without aborting (text, a
+    serialized proto or the empty string, checked by shardkit's rules): LoadError at the op that holds a bad one."""
+    for site in irx.walk_shardings(module):
+        if irx.MHLO_SHARDING in site.shardings:
+            try:
+                mhlo.read(site.shardings[irx.MHLO_SHARDING])
+            except ValueError as e:
+                file, line, col = diagnostics.op_position(site.op)
+                position = f"{where}:{line}:{col}" if line else where
+                raise LoadError(f"{position}: {site.label} of '{site.op.name}': {diagnostics.clause(e)}") from None
+
+
 # -- the entry points --------------------------------------------------------------------------------------
 
 
@@ -356,6 +371,7 @@ def load(source: Source, *, mesh: Any = None, devices: Sequence[Device] | None =
     if "sym_name" in module.operation.attributes and exported is None:
         name = ir.StringAttr(module.operation.attributes["sym_name"]).value
     _import_round_trip(module)
+    _check_hlo_shardings(module, parsed.where)
     main = _main(module, parsed.where)
     meshes = irx.meshes(module)
     n = _num_partitions(module, name, meshes, main)

@@ -45,6 +45,10 @@ class ImportGSPMD(Pass):
                 target = irx.call_target(site.op)
                 if irx.MHLO_SHARDING not in site.shardings:
                     continue
+                if mhlo.unspecified(site.shardings[irx.MHLO_SHARDING]):  # the empty string: no sharding
+                    if target != "Sharding":
+                        updates.append((site, {irx.MHLO_SHARDING: None}))
+                    continue
                 if target == "Sharding":
                     tensor = convert(site, irx.gspmd_open_dims(site.op))
                     if tensor is not None:

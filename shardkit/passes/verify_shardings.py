@@ -102,7 +102,10 @@ class VerifyShardings(Pass):
         except mhlo.HloParseError as e:
             self.emit_error(where, f"{label} - invalid mhlo.sharding {e.text!r}: {e.reason}")
             return
-        text = ir.StringAttr(attr).value
+        if hlo is None:  # the empty string: no sharding
+            return
+        raw = ir.StringAttr(attr).value_bytes
+        text = raw.decode() if raw.lstrip().startswith(b"{") else repr(hlo)  # a proto's is its text form
         if hlo.tuple_elements() or hlo.is_replicated() or hlo.is_manual():
             return
         devices = hlo.tile_assignment_devices()  # each device once: mhlo.read refuses a repeat
