@@ -112,13 +112,22 @@ class Lowered:
         return Compiled(lowered, compile_lowered(lowered))
 
 
-def load(source: Any, *, mesh: Any = None, devices: Sequence[Any] | None = None) -> Lowered:
-    """A ``Lowered`` of StableHLO from anywhere: MLIR text, MLIR or StableHLO (VHLO) bytecode, a
+def load(
+    source: Any,
+    *,
+    mesh: Any = None,
+    devices: Sequence[Any] | None = None,
+    entry: str | None = None,
+    module: int | None = None,
+) -> Lowered:
+    """A ``Lowered`` of StableHLO from anywhere: MLIR text, MLIR or StableHLO (VHLO) bytecode, XLA's HLO text, a
     ``jax.export.Exported`` or its serialized bytes, or a path to a file of any of these.
 
-    Shardings come from ``@main`` (``sdy.sharding`` or ``mhlo.sharding``). The program runs on the first
-    ``mhlo.num_partitions`` devices unless ``devices`` (in partition order) or ``mesh`` (a Mesh with the axes
-    of the module's mesh) says otherwise; docs/loading.md lists what loads and what is refused.
+    The program is ``@main``, or the function ``entry`` names; ``module`` picks one of a file's several top-level
+    modules. Shardings come from the entry's arguments and results (``sdy.sharding`` or ``mhlo.sharding``). The
+    program runs on the first ``mhlo.num_partitions`` devices unless ``devices`` (in partition order) or ``mesh``
+    (a Mesh with the axes of the module's mesh) says otherwise; docs/loading.md lists what loads and what is
+    refused.
 
     Examples:
         >>> lowered = sk.load('''
@@ -136,7 +145,7 @@ def load(source: Any, *, mesh: Any = None, devices: Sequence[Any] | None = None)
         >>> np.asarray(y).sum(), y.sharding.spec
         (np.float32(32.0), P('x',))
     """
-    return Lowered(load_module.load(source, mesh=mesh, devices=devices))
+    return Lowered(load_module.load(source, mesh=mesh, devices=devices, entry=entry, module=module))
 
 
 class Jitted:

@@ -97,8 +97,9 @@ def drop_attrs(op: Op, drop: Callable[[str], bool]) -> None:
                 set_value_attrs(op, kind, [{k: v for k, v in d.items() if not drop(k)} for d in dicts])
 
 
-def sdy_constant_to_stablehlo(op: Op) -> None:
-    """Replaces an ``sdy.constant`` (Shardy's unshardable-by-dedup constant) by the ``stablehlo.constant`` it was."""
+def constant_to_stablehlo(op: Op) -> None:
+    """Replaces a constant of another dialect (Shardy's ``sdy.constant``, MLIR's ``arith.constant`` of a tensor) by
+    the ``stablehlo.constant`` of the same value."""
     new = create(
         "stablehlo.constant",
         op,

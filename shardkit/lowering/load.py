@@ -33,6 +33,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from shardkit import _jaxlib
+from shardkit._jaxlib import HloSharding
 from shardkit.dialects import context, copy_module, hlo_text, ir as irx, mhlo
 from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding, symbol_ref
 from shardkit.lowering.lower import LoweredModule
@@ -167,31 +168,65 @@ def _aval(type_: ir.Type, what: str) -> ShapeDtypeStruct:
     return ShapeDtypeStruct(tuple(type_.shape), dtype)
 
 
-def _main(module: ir.Module, where: str) -> ir.OpView:
-    try:
-        return ir.SymbolTable(module.operation)["main"]
-    except KeyError:
-        raise LoadError(f"{where} has no function @main to run.") from None
+def _pick(module: ir.Module, index: int | None, where: str) -> ir.Module:
+    """The ``index``-th of the top-level modules a file holds (MLIR wraps several in one), or the module itself."""
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+        raise TypeError(f"module must be an int (which of a file's top-level modules), got {index!r}.")
+    inner = list(module.body.operations)
+    if len(inner) < 2 or any(op.operation.name != "builtin.module" for op in inner):
+        if index not in (None, 0):
+            raise LoadError(f"{where} holds one module, so module={index} names none.")
+        return module
+    if index is None:
+        raise LoadError(
+            f"{where} holds {len(inner)} top-level modules: pick one with module=INDEX (shardkit-run --module "
+            f"INDEX), 0..{len(inner) - 1}."
+        )
+    if not 0 <= index < len(inner):
+        raise LoadError(f"{where} holds {len(inner)} top-level modules, so module={index} names none.")
+    return ir.Module.parse(inner[index].operation.get_asm(enable_debug_info=True), module.context)
+
+
+def _entry(module: ir.Module, entry: str | None, where: str) -> ir.OpView:
+    """The function the program runs, as @main (XLA's entry): ``entry`` renamed so, with its uses (a function
+    already named @main moves aside), or @main itself; LoadError listing the public functions otherwise."""
+    if entry is not None and not isinstance(entry, str):
+        raise TypeError(f"entry must be a function name (str), got {entry!r}.")
+    funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in irx.ops(module, "func.func")}
+    public = [symbol_ref(n) for n, op in funcs.items() if "sym_visibility" not in op.attributes]
+    name = "main" if entry is None else entry
+    if name not in funcs:
+        listed = ", ".join(public) or "none"
+        pick = "" if entry is not None else "; pick one with entry=NAME (shardkit-run --entry NAME)"
+        raise LoadError(f"{where} has no function {symbol_ref(name)} to run; its public functions: {listed}{pick}.")
+    if name != "main":
+        with module.context:
+            if "main" in funcs:
+                aside = next(f"main_{i}" for i in range(len(funcs) + 1) if f"main_{i}" not in funcs)
+                _rename(module, funcs["main"], "main", aside)
+            _rename(module, funcs[name], name, "main")
+    return ir.SymbolTable(module.operation)["main"]
+
+
+def _rename(module: ir.Module, func: ir.Operation, old: str, new: str) -> None:
+    ir.SymbolTable.replace_all_symbol_uses(old, new, module.operation)
+    ir.SymbolTable.set_symbol_name(func, new)
 
 
 # -- devices -----------------------------------------------------------------------------------------------
 
 
-def _num_partitions(module: ir.Module, name: str, meshes: dict[str, SdyMesh], main: ir.OpView) -> int:
+def _num_partitions(module: ir.Module, name: str, meshes: dict[str, SdyMesh], hlo: Sequence[HloSharding]) -> int:
+    """``mhlo.num_partitions``, else what the module's meshes and HLO shardings span (the body's too: a module
+    sharded only inside @main is partitioned as XLA partitions it), else 1."""
     replicas = irx.module_int(module, irx.NUM_REPLICAS)
     if replicas not in (None, 1):
         raise LoadError(f"{name} has mhlo.num_replicas = {replicas}; shardkit runs SPMD programs of one replica.")
     partitions = irx.module_int(module, irx.NUM_PARTITIONS)
     sized = {f"sdy mesh {symbol_ref(n)} {m.body}": m.size for n, m in meshes.items() if m.axes}
     if partitions is None:
-        read = [
-            mhlo.read(attrs[irx.MHLO_SHARDING])
-            for kind in ("arg", "res")
-            for attrs in irx.value_attrs(main, kind)
-            if irx.MHLO_SHARDING in attrs and irx.SDY_SHARDING not in attrs
-        ]
-        hlo_sizes = [hlo.num_devices() for hlo in read if hlo is not None]
-        partitions = max([*sized.values(), *hlo_sizes, 1])
+        spans = [max(h.tile_assignment_devices()) + 1 if h.is_maximal() else h.num_devices() for h in hlo]
+        partitions = max([*sized.values(), *spans, 1])
     for what, size in sized.items():
         if size != partitions:
             raise LoadError(f"{what} has {size} devices, but {name} runs on {partitions} partitions.")
@@ -348,33 +383,76 @@ def _import_round_trip(module: ir.Module) -> None:
             )
 
 
-def _check_hlo_shardings(module: ir.Module, where: str) -> None:
-    """Every ``mhlo.sharding`` in the module, the body's included, is one XLA reads without aborting (text, a
-    serialized proto or the empty string, checked by shardkit's rules): LoadError at the op that holds a bad one."""
+def _hlo_shardings(module: ir.Module, where: str) -> list[HloSharding]:
+    """Every ``mhlo.sharding`` of the module that says something (the body's too), once each is known to be one
+    XLA reads without aborting (text, a serialized proto or the empty string, checked by shardkit's rules):
+    LoadError at the op that holds a bad one."""
+    out = []
     for site in irx.walk_shardings(module):
         if irx.MHLO_SHARDING in site.shardings:
             try:
-                mhlo.read(site.shardings[irx.MHLO_SHARDING])
+                hlo = mhlo.read(site.shardings[irx.MHLO_SHARDING])
             except ValueError as e:
                 file, line, col = diagnostics.op_position(site.op)
                 position = f"{where}:{line}:{col}" if line else where
                 raise LoadError(f"{position}: {site.label} of '{site.op.name}': {diagnostics.clause(e)}") from None
+            if hlo is not None and irx.SDY_SHARDING not in site.shardings:
+                out.append(hlo)
+    return out
 
 
 # -- the entry points --------------------------------------------------------------------------------------
 
 
-def load(source: Source, *, mesh: Any = None, devices: Sequence[Device] | None = None) -> LoweredModule:
-    """The ``LoweredModule`` of a module from anywhere, bound to devices (see the module docstring)."""
+@dataclasses.dataclass(frozen=True)
+class _Program:
+    """A parsed module made ready to bind: its entry as @main, its meshes and the partitions it needs."""
+
+    module: ir.Module
+    name: str
+    exported: jax.export.Exported | None
+    main: ir.OpView
+    meshes: dict[str, SdyMesh]
+    partitions: int
+
+
+def _program(source: Source, entry: str | None, index: int | None) -> _Program:
     parsed = _parse(source)
-    module, name, exported = parsed.module, parsed.name, parsed.exported
-    if "sym_name" in module.operation.attributes and exported is None:
+    module, name = _pick(parsed.module, index, parsed.where), parsed.name
+    if "sym_name" in module.operation.attributes and parsed.exported is None:
         name = ir.StringAttr(module.operation.attributes["sym_name"]).value
     _import_round_trip(module)
-    _check_hlo_shardings(module, parsed.where)
-    main = _main(module, parsed.where)
+    hlo = _hlo_shardings(module, parsed.where)
+    main = _entry(module, entry, parsed.where)
     meshes = irx.meshes(module)
-    n = _num_partitions(module, name, meshes, main)
+    return _Program(module, name, parsed.exported, main, meshes, _num_partitions(module, name, meshes, hlo))
+
+
+def partitions(source: Source, *, entry: str | None = None, module: int | None = None) -> int:
+    """How many devices the program ``load`` would bind needs, read without starting jax's backend: a tool can
+    make that many virtual CPU devices first."""
+    return _program(source, entry, module).partitions
+
+
+def load(
+    source: Source,
+    *,
+    mesh: Any = None,
+    devices: Sequence[Device] | None = None,
+    entry: str | None = None,
+    module: int | None = None,
+) -> LoweredModule:
+    """The ``LoweredModule`` of a module from anywhere, bound to devices (see the module docstring); ``entry``
+    names the function to run (default @main), ``module`` which of a file's top-level modules."""
+    program = _program(source, entry, module)
+    module, name, exported, main, meshes, n = (
+        program.module,
+        program.name,
+        program.exported,
+        program.main,
+        program.meshes,
+        program.partitions,
+    )
     if exported is not None and exported.nr_devices not in (1, n):
         raise LoadError(f"{name} was exported for {exported.nr_devices} devices, but its module has {n} partitions.")
     assignment, bound, user_mesh = _bind(name, n, meshes, mesh, devices)
@@ -426,7 +504,7 @@ def replace_module(lowered: LoweredModule, module: ir.Module | str) -> LoweredMo
     else:
         raise TypeError(f"with_module takes an ir.Module or MLIR text, got {type(module).__name__}.")
     name = lowered.name
-    main = _main(module, "the new module")
+    main = _entry(module, None, "the new module")
     for kind, label, avals in (("arg", "argument", lowered.in_avals), ("res", "result", lowered.out_avals)):
         types = irx.value_types(main, kind)
         if len(types) != len(avals):
@@ -466,7 +544,19 @@ def to_exported(lowered: LoweredModule) -> jax.export.Exported:
     """
     target = stablehlo.get_version_from_compatibility_requirement(stablehlo.StablehloCompatibilityRequirement.WEEK_4)
     backend = jax.extend.backend.get_backend()
-    serialized = jax.extend.mlir.serialize_portable_artifact(lowered.module, target, backend.serialize_with_sdy)
+    module = copy_module(lowered.module)
+    with module.context, ir.Location.unknown():
+        for op in irx.ops(module, "arith.constant"):  # what other frontends write; the artifact holds StableHLO
+            if isinstance(op.results[0].type, ir.RankedTensorType):
+                irx.constant_to_stablehlo(op)
+    try:
+        serialized = jax.extend.mlir.serialize_portable_artifact(module, target, backend.serialize_with_sdy)
+    except Exception as e:  # jaxlib's own error type: an op no StableHLO version has
+        reason = str(e).split(": ", 1)[-1]
+        raise ValueError(
+            f"{lowered.name} cannot be written as a jax.export artifact, which holds StableHLO, Shardy and func ops "
+            f"only: {reason}."
+        ) from None
 
     def named(shardings: Sequence[Sharding | None], avals: Sequence[ShapeDtypeStruct], label: str) -> tuple:
         out = []

@@ -83,7 +83,7 @@ class ExportGSPMD(Pass):
                 call = irx.gspmd_constraint(op.operands[0], None if hlo is None else mhlo.build(hlo), tensor.open_dims)
             irx.replace(op, call.results)
         elif name == "sdy.constant":
-            irx.sdy_constant_to_stablehlo(op)
+            irx.constant_to_stablehlo(op)
         elif name.startswith("sdy.") and name not in _CONVERTED:
             self.emit_error(op, "has no GSPMD form; export-gspmd handles meshes, shardings, constraints and reshards")
         else:

@@ -35,7 +35,7 @@ class StripShardings(Pass):
                 if op.name in _PASS_THROUGH or irx.call_target(op) == "Sharding":
                     irx.replace(op, [op.operands[0]])
                 elif op.name == "sdy.constant":
-                    irx.sdy_constant_to_stablehlo(op)
+                    irx.constant_to_stablehlo(op)
                 elif op.name == "sdy.mesh":
                     irx.erase(op)
                 elif op.name.startswith("sdy.") and op.name != "sdy.return" or irx.call_target(op) in _MANUAL_CALLS:

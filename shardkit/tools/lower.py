@@ -165,16 +165,19 @@ class LowerMain(ToolMain):
         return lowered.as_text() + "\n"
 
 
-def ensure_cpu_devices(count: int) -> None:
-    # A fresh process has one CPU device; a mesh needs as many as it has positions. This only works
-    # before jax starts its backend, which is the case when the tool runs as a command.
+def ensure_cpu_devices(count: int) -> int:
+    """Asks jax for ``count`` (at least 8) virtual CPU devices and returns how many it was asked for, or 0 when
+    its backend had already started. A fresh process has one CPU device; a mesh needs as many as it has
+    positions. This only works before jax starts its backend, which is the case when a tool runs as a command."""
     import jax
 
     try:
         if count > 1:
             jax.config.update("jax_num_cpu_devices", max(count, 8))
+            return max(count, 8)
     except RuntimeError:
         pass
+    return 0
 
 
 def main() -> None:

@@ -31,13 +31,19 @@ def _arg_parser() -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", help="module file: .mlir text or bytecode, StableHLO artifact, jax.export bytes")
+    parser.add_argument(
+        "input", help="module file: .mlir text or bytecode, StableHLO artifact, XLA's HLO text, jax.export bytes"
+    )
     parser.add_argument("--args", nargs="+", default=[], metavar="FILE", help="inputs: .npy or .npz files, in order")
     made = parser.add_mutually_exclusive_group()
     made.add_argument("--random-inputs", type=int, metavar="SEED", help="random inputs of the right shapes")
     made.add_argument("--zero-inputs", action="store_true", help="all-zero inputs of the right shapes")
     parser.add_argument("--mesh", default="", help="bind the module's mesh to a mesh of these axes, e.g. x=4,y=2")
     parser.add_argument("-p", "--pass-pipeline", default=None, metavar="PIPELINE", help="passes to run first")
+    parser.add_argument("--entry", default=None, metavar="NAME", help="the function to run (default: @main)")
+    parser.add_argument(
+        "--module", type=int, default=None, metavar="INDEX", help="which of the file's top-level modules to run"
+    )
     parser.add_argument("-o", dest="output", default=None, metavar="OUT.npz", help="save the outputs here")
     return parser
 
@@ -67,7 +73,12 @@ class RunMain(ToolMain):
     def _run(self) -> None:
         args = self.args
         shape, names = parse_mesh(args.mesh)
-        ensure_cpu_devices(max(8, math.prod(shape)))
+        from shardkit.lowering import load_module
+
+        needed = load_module.partitions(Path(args.input), entry=args.entry, module=args.module)
+        made = ensure_cpu_devices(max(8, math.prod(shape), needed))
+        if made > 8:  # the module needs more than the default: say so, it is not what a bare jax process has
+            self.stderr.write(f"{self.prog}: made {made} virtual CPU devices for the module's {needed} partitions\n")
         import jax
 
         # The module's types are the truth here, not jax's defaults: 64-bit arguments stay 64-bit.
@@ -76,7 +87,7 @@ class RunMain(ToolMain):
         import shardkit as sk
 
         mesh = sk.make_mesh(shape, names, devices=sk.devices()[: math.prod(shape)]) if names else None
-        lowered = sk.load(Path(args.input), mesh=mesh)
+        lowered = sk.load(Path(args.input), mesh=mesh, entry=args.entry, module=args.module)
         avals, tree = jax.tree_util.tree_flatten(lowered.in_avals)
         leaves = self._inputs(avals)
         compiled = lowered.compile(passes=args.pass_pipeline)
