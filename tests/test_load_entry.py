@@ -114,5 +114,5 @@ def test_shardkit_run_makes_the_devices_a_module_needs(tmp_path):
 }""")
     run = run_python("from shardkit.tools.run import main; main()", str(path), "--zero-inputs")
     assert run.returncode == 0, run.stderr
-    assert "result: float32[16,4] sharding={devices=[16,1]<=[16]}" in run.stdout
+    assert "result: float32[16,4] sharding={devices=[16,1]<=[16]} = P(('x', 'y'),) on @mesh sum=0" in run.stdout
     assert "shardkit-run: made 16 virtual CPU devices for the module's 16 partitions" in run.stderr

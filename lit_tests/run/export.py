@@ -8,8 +8,8 @@
 # StableHLO portable artifact (VHLO bytecode) and plain MLIR bytecode. All three print the same outputs (the
 # inputs are numpy's seeded normal draws; the crc32 of tanh's bits is left out, it may vary with the CPU).
 
-# CHECK: result[0]: float32[8,4] sharding={devices=[4,2]<=[8]} sum=-6.75013 crc32=
-# CHECK-NEXT: result[1]: float32[] sharding={replicated} sum=-4.86339 crc32=
+# CHECK: result[0]: float32[8,4] sharding={devices=[4,2]<=[8]} = P('x', 'y') on @mesh sum=-6.75013 crc32=
+# CHECK-NEXT: result[1]: float32[] sharding={replicated} = P() on @mesh sum=-4.86339 crc32=
 # MISSING: shardkit-run: error: cannot read '{{.*}}x.npy': No such file or directory
 
 import io

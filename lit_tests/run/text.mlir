@@ -8,16 +8,16 @@
 // Running a hand-written Shardy module from the command line: inputs from .npy/.npz files (or made), one line
 // per output with its shape, dtype, sharding (HLO form) and checksums; -o saves the outputs.
 
-// CHECK: result[0]: float32[8,2] sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate} sum=240 crc32=194d14e8
-// CHECK-NEXT: result[1]: int32[2] sharding={replicated} sum=7 crc32=64cf4fdd
+// CHECK: result[0]: float32[8,2] sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate} = P('x',) on @mesh sum=240 crc32=194d14e8
+// CHECK-NEXT: result[1]: int32[2] sharding={replicated} = P() on @mesh sum=7 crc32=64cf4fdd
 // CHECK-NOT: result
 
 // SAVED: ['result[0]', 'result[1]'] [28. 30.] [3 4]
 
-// ZERO: result[0]: float32[8,2] sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate} sum=0
-// ZERO-NEXT: result[1]: int32[2] sharding={replicated} sum=0
+// ZERO: result[0]: float32[8,2] sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate} = P('x',) on @mesh sum=0
+// ZERO-NEXT: result[1]: int32[2] sharding={replicated} = P() on @mesh sum=0
 
-// RANDOM: result[0]: float32[8,2] sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate} sum={{.*}} crc32=
+// RANDOM: result[0]: float32[8,2] sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate} = P('x',) on @mesh sum={{.*}} crc32=
 // RANDOM-NEXT: result[1]: int32[2]
 
 module @scale attributes {mhlo.num_partitions = 8 : i32} {

@@ -85,6 +85,8 @@ class RunMain(ToolMain):
         jax.config.update("jax_enable_x64", True)
 
         import shardkit as sk
+        from shardkit.dialects import ir as irx
+        from shardkit.dialects.sdy import symbol_ref
 
         mesh = sk.make_mesh(shape, names, devices=sk.devices()[: math.prod(shape)]) if names else None
         lowered = sk.load(Path(args.input), mesh=mesh, entry=args.entry, module=args.module)
@@ -93,12 +95,17 @@ class RunMain(ToolMain):
         compiled = lowered.compile(passes=args.pass_pipeline)
         call_args, call_kwargs = jax.tree_util.tree_unflatten(tree, leaves)
         outputs = compiled(*call_args, **call_kwargs)
+        meshes = {mesh.axes: name for name, mesh in irx.meshes(lowered.compiler_ir()).items()}
         saved = {}
         for path, out in jax.tree_util.tree_flatten_with_path(outputs)[0]:
             name = "result" + jax.tree_util.keystr(path)
             host = np.asarray(out)
             dims = ",".join(map(str, host.shape))
             sharding = repr(out.sharding.to_hlo(host.ndim))
+            if isinstance(out.sharding, sk.NamedSharding):  # as the module's mesh says it, too
+                symbol = meshes.get(out.sharding.mesh.shape_tuple)
+                on = symbol_ref(symbol) if symbol else f"mesh {out.sharding.mesh.to_sdy().body}"
+                sharding += f" = {out.sharding.spec} on {on}"
             total = host.astype(np.float64).sum() if host.dtype.kind in "biuf" else host.sum()
             crc = zlib.crc32(np.ascontiguousarray(host).tobytes())
             self.stdout.write(
