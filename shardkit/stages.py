@@ -119,15 +119,17 @@ def load(
     devices: Sequence[Any] | None = None,
     entry: str | None = None,
     module: int | None = None,
+    allow_unregistered: bool = False,
 ) -> Lowered:
     """A ``Lowered`` of StableHLO from anywhere: MLIR text, MLIR or StableHLO (VHLO) bytecode, XLA's HLO text, a
     ``jax.export.Exported`` or its serialized bytes, or a path to a file of any of these.
 
     The program is ``@main``, or the function ``entry`` names; ``module`` picks one of a file's several top-level
-    modules. Shardings come from the entry's arguments and results (``sdy.sharding`` or ``mhlo.sharding``). The
-    program runs on the first ``mhlo.num_partitions`` devices unless ``devices`` (in partition order) or ``mesh``
-    (a Mesh with the axes of the module's mesh) says otherwise; docs/loading.md lists what loads and what is
-    refused.
+    modules; ``allow_unregistered`` drops attributes of other frontends' dialects (tt-mlir's ``#ttcore...``), which
+    XLA cannot take, and warns naming them. Shardings come from the entry's arguments and results
+    (``sdy.sharding`` or ``mhlo.sharding``). The program runs on the first ``mhlo.num_partitions`` devices unless
+    ``devices`` (in partition order) or ``mesh`` (a Mesh with the axes of the module's mesh) says otherwise;
+    docs/loading.md lists what loads and what is refused.
 
     Examples:
         >>> lowered = sk.load('''
@@ -145,7 +147,11 @@ def load(
         >>> np.asarray(y).sum(), y.sharding.spec
         (np.float32(32.0), P('x',))
     """
-    return Lowered(load_module.load(source, mesh=mesh, devices=devices, entry=entry, module=module))
+    return Lowered(
+        load_module.load(
+            source, mesh=mesh, devices=devices, entry=entry, module=module, allow_unregistered=allow_unregistered
+        )
+    )
 
 
 class Jitted:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,13 +67,13 @@ class _Parsed:
     exported: jax.export.Exported | None = None
 
 
-def _parse(source: Source) -> _Parsed:
+def _parse(source: Source, allow_unregistered: bool = False) -> _Parsed:
     if isinstance(source, ir.Module):
         return _Parsed(copy_module(source), "module", "<module>")
     if isinstance(source, jax.export.Exported):
         return _Parsed(_deserialize_artifact(source.mlir_module_serialized), source.fun_name, source.fun_name, source)
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _parse_bytes(bytes(source), "<bytes>")
+        return _parse_bytes(bytes(source), "<bytes>", allow_unregistered)
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "{" not in source):
         path = os.fspath(source)
         try:
@@ -80,23 +81,23 @@ def _parse(source: Source) -> _Parsed:
                 data = f.read()
         except OSError as e:
             raise LoadError(f"cannot read '{path}': {e.strerror}") from None
-        return _parse_bytes(data, path)
+        return _parse_bytes(data, path, allow_unregistered)
     if isinstance(source, str):
-        return _parse_text(source, "<string>")
+        return _parse_text(source, "<string>", allow_unregistered)
     raise TypeError(
         f"load takes MLIR text, bytes, a path, an ir.Module or a jax.export.Exported, got {type(source).__name__}: "
         f"{source!r:.80}."
     )
 
 
-def _parse_bytes(data: bytes, where: str) -> _Parsed:
+def _parse_bytes(data: bytes, where: str, allow_unregistered: bool = False) -> _Parsed:
     if data.startswith(_MLIR_MAGIC):
         if b"StableHLO_v" in data[:32]:  # the producer string follows the magic and a version byte
             return _Parsed(_deserialize_artifact(data), _stem(where), where)
-        return _parse_text(data, where)
+        return _parse_text(data, where, allow_unregistered)
     if b"\x00" not in data:
         try:
-            return _parse_text(data.decode("utf-8"), where)
+            return _parse_text(data.decode("utf-8"), where, allow_unregistered)
         except UnicodeDecodeError:
             pass
     try:
@@ -110,7 +111,7 @@ def _parse_bytes(data: bytes, where: str) -> _Parsed:
     return _Parsed(_deserialize_artifact(exported.mlir_module_serialized), exported.fun_name, where, exported)
 
 
-def _parse_text(text: str | bytes, where: str) -> _Parsed:
+def _parse_text(text: str | bytes, where: str, allow_unregistered: bool = False) -> _Parsed:
     deep = diagnostics.nesting_error(text, where) if isinstance(text, str) else None
     if deep is not None:
         raise LoadError(str(deep))
@@ -119,12 +120,75 @@ def _parse_text(text: str | bytes, where: str) -> _Parsed:
             return _Parsed(hlo_text.to_stablehlo(text, context(), where), _stem(where), where)
         except hlo_text.HloTextError as e:
             raise LoadError(str(e)) from None
+    ctx = context()
     try:
-        module = ir.Module.parse(text, context())
+        ctx.allow_unregistered_dialects = allow_unregistered
+        module = ir.Module.parse(text, ctx)
+        if allow_unregistered:
+            _drop_foreign(module, where)
     except ir.MLIRError as e:
         found = [d.renamed(where) for d in diagnostics.from_mlir_error(e)]
-        raise LoadError(str(found[0]) if len(found) == 1 else "\n".join(map(str, found))) from None
+        message = str(found[0]) if len(found) == 1 else "\n".join(map(str, found))
+        if "unregistered dialect" in message:
+            message += (
+                " (sk.load(..., allow_unregistered=True), shardkit-run --allow-unregistered-dialect, drops the "
+                "attributes of dialects XLA does not know)"
+            )
+        raise LoadError(message) from None
+    finally:
+        ctx.allow_unregistered_dialects = False
     return _Parsed(module, _stem(where), where)
+
+
+def _drop_foreign(module: ir.Module, where: str) -> None:
+    """Removes every attribute that holds another frontend's dialect attribute (tt-mlir's
+    ``#ttcore.argument_type<...>`` and the like), which XLA cannot take, and warns naming them; an op of such a
+    dialect computes something, so it is a LoadError instead."""
+    ctx = module.context
+    dropped: list[str] = []
+
+    def foreign(attr: ir.Attribute) -> bool:
+        if isinstance(attr, ir.OpaqueAttr):
+            return True
+        if isinstance(attr, ir.DictAttr):
+            return any(foreign(attr[i].attr) for i in range(len(attr)))
+        if isinstance(attr, ir.ArrayAttr):
+            return any(foreign(a) for a in attr)
+        return False
+
+    def clean(attrs: dict[str, ir.Attribute], what: str) -> dict[str, ir.Attribute]:
+        kept = {}
+        for key, value in attrs.items():
+            if foreign(value):
+                dropped.append(f"{key} on {what}")
+            else:
+                kept[key] = value
+        return kept
+
+    for op in irx.ops(module):
+        if not ctx.is_registered_operation(op.name):
+            file, line, col = diagnostics.op_position(op)
+            raise LoadError(
+                f"{where}:{line}:{col}: '{op.name}' is an op of a dialect XLA does not know; only attributes of "
+                "such dialects can be dropped."
+            )
+        label = "the module" if op.name == "builtin.module" else f"'{op.name}'"
+        if op.name == "func.func":
+            label = f"{symbol_ref(ir.StringAttr(op.attributes['sym_name']).value)}"
+            for kind, noun in (("arg", "argument"), ("res", "result")):
+                per_value = irx.value_attrs(op, kind)
+                cleaned = [clean(d, f"{noun} {i} of {label}") for i, d in enumerate(per_value)]
+                if cleaned != per_value:
+                    with ctx:
+                        irx.set_value_attrs(op, kind, cleaned)
+        names = [op.attributes[i].name for i in range(len(op.attributes))]
+        names = [n for n in names if n not in ("arg_attrs", "res_attrs")]
+        for name in names:
+            if foreign(op.attributes[name]):
+                dropped.append(f"{name} on {label}")
+                del op.attributes[name]
+    if dropped:
+        warnings.warn(f"{where}: dropped what XLA cannot take: {', '.join(dropped)}", stacklevel=4)
 
 
 def _deserialize_artifact(data: bytes) -> ir.Module:
@@ -416,8 +480,8 @@ class _Program:
     partitions: int
 
 
-def _program(source: Source, entry: str | None, index: int | None) -> _Program:
-    parsed = _parse(source)
+def _program(source: Source, entry: str | None, index: int | None, allow_unregistered: bool) -> _Program:
+    parsed = _parse(source, allow_unregistered)
     module, name = _pick(parsed.module, index, parsed.where), parsed.name
     if "sym_name" in module.operation.attributes and parsed.exported is None:
         name = ir.StringAttr(module.operation.attributes["sym_name"]).value
@@ -428,10 +492,14 @@ def _program(source: Source, entry: str | None, index: int | None) -> _Program:
     return _Program(module, name, parsed.exported, main, meshes, _num_partitions(module, name, meshes, hlo))
 
 
-def partitions(source: Source, *, entry: str | None = None, module: int | None = None) -> int:
+def partitions(
+    source: Source, *, entry: str | None = None, module: int | None = None, allow_unregistered: bool = False
+) -> int:
     """How many devices the program ``load`` would bind needs, read without starting jax's backend: a tool can
     make that many virtual CPU devices first."""
-    return _program(source, entry, module).partitions
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # load says what it drops
+        return _program(source, entry, module, allow_unregistered).partitions
 
 
 def load(
@@ -441,10 +509,12 @@ def load(
     devices: Sequence[Device] | None = None,
     entry: str | None = None,
     module: int | None = None,
+    allow_unregistered: bool = False,
 ) -> LoweredModule:
     """The ``LoweredModule`` of a module from anywhere, bound to devices (see the module docstring); ``entry``
-    names the function to run (default @main), ``module`` which of a file's top-level modules."""
-    program = _program(source, entry, module)
+    names the function to run (default @main), ``module`` which of a file's top-level modules;
+    ``allow_unregistered`` drops the attributes of dialects XLA does not know, with a warning naming them."""
+    program = _program(source, entry, module, allow_unregistered)
     module, name, exported, main, meshes, n = (
         program.module,
         program.name,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import warnings
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +42,11 @@ def _arg_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mesh", default="", help="bind the module's mesh to a mesh of these axes, e.g. x=4,y=2")
     parser.add_argument("-p", "--pass-pipeline", default=None, metavar="PIPELINE", help="passes to run first")
     parser.add_argument("--entry", default=None, metavar="NAME", help="the function to run (default: @main)")
+    parser.add_argument(
+        "--allow-unregistered-dialect",
+        action="store_true",
+        help="drop (and name) the attributes of dialects XLA does not know, e.g. tt-mlir's #ttcore...",
+    )
     parser.add_argument(
         "--module", type=int, default=None, metavar="INDEX", help="which of the file's top-level modules to run"
     )
@@ -75,7 +81,8 @@ class RunMain(ToolMain):
         shape, names = parse_mesh(args.mesh)
         from shardkit.lowering import load_module
 
-        needed = load_module.partitions(Path(args.input), entry=args.entry, module=args.module)
+        where = dict(entry=args.entry, module=args.module, allow_unregistered=args.allow_unregistered_dialect)
+        needed = load_module.partitions(Path(args.input), **where)
         made = ensure_cpu_devices(max(8, math.prod(shape), needed))
         if made > 8:  # the module needs more than the default: say so, it is not what a bare jax process has
             self.stderr.write(f"{self.prog}: made {made} virtual CPU devices for the module's {needed} partitions\n")
@@ -89,7 +96,11 @@ class RunMain(ToolMain):
         from shardkit.dialects.sdy import symbol_ref
 
         mesh = sk.make_mesh(shape, names, devices=sk.devices()[: math.prod(shape)]) if names else None
-        lowered = sk.load(Path(args.input), mesh=mesh, entry=args.entry, module=args.module)
+        with warnings.catch_warnings(record=True) as dropped:
+            warnings.simplefilter("always")
+            lowered = sk.load(Path(args.input), mesh=mesh, **where)
+        for w in dropped:
+            self.stderr.write(f"{self.prog}: {w.message}\n")
         avals, tree = jax.tree_util.tree_flatten(lowered.in_avals)
         leaves = self._inputs(avals)
         compiled = lowered.compile(passes=args.pass_pipeline)

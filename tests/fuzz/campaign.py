@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import random
 import sys
 import tempfile
@@ -352,6 +353,63 @@ def mesh_target(data: Any) -> None:
         raise Finding(f"NamedSharding({mesh}, {spec}) places pieces of {shape} unlike jax")
 
 
+def abstract_mesh_target(data: Any) -> None:
+    """Abstract meshes of any sizes (products past what XLA's tile arithmetic can count killed the process with
+    SIGFPE), shardings over them, and the empty mesh's whole interface."""
+    sizes = data.draw(st.lists(small_ints, max_size=3))
+    names_ = data.draw(axis_names)
+    entries = data.draw(st.lists(spec_entries, max_size=3))
+    C.mark("abstract_mesh", (sizes, names_, entries))
+    mesh = C.run(lambda: sk.AbstractMesh(tuple(sizes), names_))
+    if not isinstance(mesh, Exception):
+        s = C.run(lambda: sk.NamedSharding(mesh, P(*entries)))
+        if not isinstance(s, Exception):
+            C.run(lambda: s.to_hlo(len(entries)))
+            C.run(lambda: s.to_sdy(len(entries)))
+            C.run(lambda: s.shard_shape((mesh.size,) * len(entries)))
+    empty = sk.make_mesh((), ())
+    what = data.draw(st.sampled_from(["is_multi_process", "local_devices", "flat_devices", "pickle", "str", "size"]))
+    read = {"pickle": lambda: pickle.loads(pickle.dumps(empty)), "str": lambda: str(empty)}
+    out = C.run(read.get(what, lambda: getattr(empty, what)))
+    C.compared("the empty mesh")
+    if what == "pickle" and out is not empty:
+        raise Finding("the empty mesh unpickles as another object")
+
+
+@st.composite
+def mhlo_sharding_values(draw: Any) -> bytes:
+    """What an ``mhlo.sharding`` attribute may hold: HLO text, a serialized OpSharding (perhaps cut or bit-flipped),
+    whitespace, or bytes that are neither."""
+    kind = draw(st.sampled_from(["text", "proto", "proto", "blank", "bytes"]))
+    if kind == "text":
+        return draw(hlo_texts()).encode()
+    if kind == "blank":
+        return draw(st.sampled_from([b"", b" ", b"\n\t"]))
+    if kind == "bytes":
+        return draw(st.binary(max_size=24))
+    data = bytearray(draw(op_shardings()).SerializeToString())
+    for _ in range(draw(st.integers(0, 2))):
+        if data:
+            at = draw(st.integers(0, len(data) - 1))
+            data[at] ^= 1 << draw(st.integers(0, 7))
+    return bytes(data[: draw(st.integers(0, len(data)))]) if draw(st.booleans()) else bytes(data)
+
+
+def mhlo_sharding_target(value: bytes) -> None:
+    """``mhlo.read`` reads every form XLA reads, or names what is wrong; a proto it accepts means what the same
+    proto, checked and converted, means."""
+    C.mark("mhlo_sharding", value)
+    with context():
+        got = C.run(lambda: mhlo.read(ir.StringAttr.get(value)))
+    if isinstance(got, Exception) or got is None or value.lstrip().startswith(b"{"):
+        return
+    proto = OpSharding()
+    proto.ParseFromString(value)
+    C.compared("a proto mhlo.sharding against its OpSharding")
+    if got != mhlo.checked(proto):
+        raise Finding(f"mhlo.sharding proto {value!r} reads as {got!r}, its OpSharding as {mhlo.checked(proto)!r}")
+
+
 def other_shardings_target(data: Any) -> None:
     devices = data.draw(st.lists(device_like, max_size=9) | st.just(DEVS))
     ops = data.draw(
@@ -577,6 +635,8 @@ TARGETS: dict[str, tuple[Callable, dict[str, Any], float]] = {
     "sdy_text": (sdy_text_target, {"text": sdy_texts()}, 2),
     "sdy_model": (sdy_model_target, {"data": st.data()}, 2),
     "mesh": (mesh_target, {"data": st.data()}, 2),
+    "abstract_mesh": (abstract_mesh_target, {"data": st.data()}, 1),
+    "mhlo_sharding": (mhlo_sharding_target, {"value": mhlo_sharding_values()}, 1),
     "other_shardings": (other_shardings_target, {"data": st.data()}, 1),
     "device_put": (
         device_put_target,
