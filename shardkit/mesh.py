@@ -540,8 +540,20 @@ EMPTY_MESH = Mesh(np.empty((), dtype=object), ())
 
 
 def current_mesh() -> Mesh:
-    """The innermost ``with mesh:`` of this thread, or the empty mesh outside any."""
-    return _STACK.meshes[-1][0] if _STACK.meshes else EMPTY_MESH
+    """The innermost ``with mesh:`` of this thread; else the mesh of jax's context (``jax.set_mesh``, which jax
+    code in a program shardkit runs reads too), as shardkit's; else the empty mesh."""
+    if _STACK.meshes:
+        return _STACK.meshes[-1][0]
+    try:
+        jax_mesh = jax.sharding.get_mesh()
+    except ValueError:  # inside a jax trace, where jax keeps only the abstract mesh
+        return EMPTY_MESH
+    return EMPTY_MESH if jax_mesh.empty else _as_shardkit_mesh(jax_mesh)
+
+
+@memoize(maxsize=64)
+def _as_shardkit_mesh(mesh: jax.sharding.Mesh) -> Mesh:
+    return mesh if isinstance(mesh, Mesh) else Mesh.from_jax(mesh)
 
 
 def make_mesh(

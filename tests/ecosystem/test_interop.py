@@ -301,3 +301,16 @@ def test_axis_types_are_jax_s():
     assert sk.AxisType is jax.sharding.AxisType
     explicit = sk.make_mesh((8,), ("d",), axis_types=jax.sharding.AxisType.Explicit)
     assert explicit.axis_types == (jax.sharding.AxisType.Explicit,)
+
+
+def test_jax_s_mesh_context_is_the_mesh_in_scope():
+    """Under ``jax.set_mesh`` (what flax and jax code write) sk.jit reads bare PartitionSpecs over that mesh and
+    names its results on it, as jax.jit does."""
+    with jax.set_mesh(MESH):
+        out = sk.jit(lambda a: a * 2, out_shardings=jax.P("data"))(VALUE)
+        want = jax.jit(lambda a: a * 2, out_shardings=jax.P("data"))(VALUE)
+        plain = sk.jit(lambda a: a + 1)(VALUE)
+    same(out, want)
+    assert isinstance(out.sharding, sk.NamedSharding) and out.sharding.mesh is MESH
+    assert isinstance(plain.sharding, sk.NamedSharding) and plain.sharding.spec == P()
+    assert sk.current_mesh().empty
