@@ -59,10 +59,6 @@ def _canonical_axis_types(axis_types: Any, n: int) -> tuple[AxisType, ...]:
     return axis_types
 
 
-def show_axes(axes: Sequence[str]) -> str:
-    return ", ".join(sorted(f"`{a}`" for a in axes))
-
-
 class _MeshShape:
     """What Mesh and AbstractMesh share: names, sizes, types and their derived views."""
 

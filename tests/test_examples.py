@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -54,7 +52,6 @@ def test_gpt_train_step_prints_its_communication():
     assert re.search(r"lower \+ compile \d+ ms; XLA report [\d.]+ ms \([\d.]+% of it\); Shardy plan", out)
 
 
-@pytest.mark.skipif(not (ROOT / "examples" / "demo.py").exists(), reason="no demo")
 def test_demo_runs_the_tour_example():
     out = run_example("demo.py")
     assert 'sdy.mesh @mesh = <["x"=4, "y"=2]>' in out

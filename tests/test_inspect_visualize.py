@@ -59,7 +59,6 @@ CASES = [
 @pytest.mark.parametrize("mesh", [MESH, MESH_P], ids=["iota", "permuted"])
 @pytest.mark.parametrize("spec, shape", CASES, ids=str)
 def test_tiles_match_jax(mesh, spec, shape):
-    pytest.importorskip("rich")
     grid = tile_grid(sk.NamedSharding(mesh, spec), shape)
     mine = [[grid.label(r, c) for c in range(len(grid.widths))] for r in range(len(grid.heights))]
     assert mine == jax_labels(shape, jax_named(sk.NamedSharding(mesh, spec)))
@@ -113,7 +112,8 @@ def test_visualize_errors():
 
 
 def test_sharding_png_size_and_colours(tmp_path):
-    image = pytest.importorskip("PIL.Image")
+    from PIL import Image as image  # the viz extra, which the test command installs
+
     path = tmp_path / "s.png"
     sharding_image(sk.NamedSharding(MESH, P("x", "y")), (8, 4), path)
     with image.open(path) as png:

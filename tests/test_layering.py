@@ -71,6 +71,37 @@ def _imports(path: pathlib.Path) -> set[str]:
     return {m for m in found if m == "shardkit" or m.startswith("shardkit.")}
 
 
+def _cycle() -> list[str] | None:
+    """One import cycle among shardkit's modules (function-level imports included), or None."""
+    graph = {m: sorted(n for n in _imports(path) if n in MODULES and n != m) for m, path in MODULES.items()}
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    path: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        path.append(m)
+        for n in graph[m]:
+            if state.get(n) == 1:
+                return path[path.index(n) :] + [n]
+            if n not in state and (found := visit(n)) is not None:
+                return found
+        path.pop()
+        state[m] = 2
+        return None
+
+    for m in graph:
+        if m not in state and (found := visit(m)) is not None:
+            return found
+    return None
+
+
+def test_no_import_cycle_even_inside_a_package():
+    """A cycle hidden in a function-level import (a worker importing its manager, a report its picture) is a
+    cycle still: each module's imports must form a graph without one."""
+    cycle = _cycle()
+    assert cycle is None, " -> ".join(cycle)
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_upward_import(module):
     here = _layer(module)

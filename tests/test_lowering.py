@@ -129,7 +129,6 @@ def test_constraint_outside_jit_places_the_value():
 
 
 def test_run_passes_copies_the_module(tour):
-    pytest.importorskip("shardkit.passes")
     f, x = tour
     lowered = f.lower(x)
     before = lowered.as_text()
@@ -142,7 +141,6 @@ def test_run_passes_copies_the_module(tour):
 
 @pytest.mark.parametrize("pipeline, shardy", [("canonicalize", True), ("export-gspmd", False)])
 def test_compile_with_passes(tour, pipeline, shardy):
-    pytest.importorskip("shardkit.passes")
     from shardkit.dialects.ir import uses_shardy
 
     f, x = tour

@@ -10,10 +10,11 @@
 ``Compiled.communication()``, ``Lowered.communication()`` and ``Lowered.shardings()`` call these.
 """
 
-from shardkit.inspect.communication import KINDS, Collective, CommunicationReport, Totals
+from shardkit.inspect.communication import Collective, CommunicationReport, Totals
 from shardkit.inspect.images import communication_image, sharding_image
 from shardkit.inspect.shardy import report as shardy_report
 from shardkit.inspect.table import ShardingTable, ValueSharding, sharding_table
+from shardkit.inspect.units import KINDS
 from shardkit.inspect.visualize import sharding_text, tile_grid, visualize
 from shardkit.inspect.xla import report as xla_report
 

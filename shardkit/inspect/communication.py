@@ -30,8 +30,7 @@ from typing import Any
 
 from shardkit.inspect import locations
 from shardkit.inspect.hlo import ArrayShape
-
-KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute", "all-slice")
+from shardkit.inspect.units import KINDS, human_bytes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,13 +212,6 @@ class CommunicationReport:
 # -- text ---------------------------------------------------------------------------------------------------
 
 _TITLES = {"xla": "XLA's partitioned program", "shardy": "Shardy's plan (before XLA)"}
-
-
-def human_bytes(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
 
 
 def _runs(c: Collective) -> str:

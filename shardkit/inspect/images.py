@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from shardkit.inspect.communication import KINDS, CommunicationReport, human_bytes
+from shardkit.inspect.units import KINDS, human_bytes
 from shardkit.inspect.visualize import PALETTE, tile_grid
 from shardkit.sharding import NamedSharding, Sharding
 
@@ -86,7 +86,7 @@ def _rectangle(corner: tuple[float, float], width: float, height: float, color: 
     return Rectangle(corner, width, height, facecolor=color, edgecolor="white", linewidth=2)
 
 
-def communication_image(report: CommunicationReport, path: str | os.PathLike) -> None:
+def communication_image(report: Any, path: str | os.PathLike) -> None:
     """The mesh (devices on a grid, each axis labelled with the bytes a device sends over it per call) next to
     the bytes per set of mesh axes, stacked by collective kind.
 

@@ -14,6 +14,7 @@ import contextvars
 import dataclasses
 import re
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from jaxlib.mlir import ir
 
@@ -155,3 +156,24 @@ def emit(diagnostic: Diagnostic, pass_name: str) -> None:
         found.append(diagnostic)
     elif diagnostic.severity == "error":
         raise PassError(pass_name, [diagnostic])
+
+
+def apply_pass(p: Any, module: ir.Module) -> list[Diagnostic]:
+    """Runs one pass in place and returns what it reported; raises PassError (with everything it reported)
+    when it reported an error or raised ValueError, or when the IR was too deep or too big to handle."""
+    with collecting(module.context) as found:
+        try:
+            p.apply(module)
+        except PassError as e:
+            raise PassError(p.name, [*found, *e.diagnostics], e.what) from None
+        except ValueError as e:
+            raise PassError(p.name, [*found, Diagnostic("error", str(e))]) from e
+        except RecursionError:
+            raise PassError(
+                p.name, [*found, Diagnostic("error", "the IR is nested too deeply for this pass")]
+            ) from None
+        except MemoryError:
+            raise PassError(p.name, [*found, Diagnostic("error", "out of memory")]) from None
+    if any(d.severity == "error" for d in found):
+        raise PassError(p.name, found)
+    return found

@@ -361,7 +361,6 @@ def serve() -> None:
     requests = sys.stdin.buffer
     from shardkit.dialects import context
     from shardkit.passes import diagnostics
-    from shardkit.passes.manager import apply_pass
 
     ctx = context()
     with policy("none"):
@@ -381,7 +380,7 @@ def serve() -> None:
                                 _write_frame(replies, ("at", index))
                                 job.target.run_on(op.operation)
                 else:
-                    found = apply_pass(job.target, module)
+                    found = diagnostics.apply_pass(job.target, module)
             except Exception as e:  # noqa: BLE001  (sent back and raised in the parent, as if the pass had run there)
                 error = e if _picklable(e) else RuntimeError(f"{type(e).__name__}: {e}")
             output = io.BytesIO()

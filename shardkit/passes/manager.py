@@ -284,27 +284,6 @@ def _leaves(spec: PassSpec) -> list[PassSpec]:
     return [spec] if spec.children is None else [leaf for c in spec.children for leaf in _leaves(c)]
 
 
-def apply_pass(p: AnyPass, module: ir.Module) -> list[Diagnostic]:
-    """Runs one pass in place and returns what it reported; raises PassError (with everything it reported)
-    when it reported an error or raised ValueError, or when the IR was too deep or too big to handle."""
-    with diagnostics.collecting(module.context) as found:
-        try:
-            p.apply(module)
-        except PassError as e:
-            raise PassError(p.name, [*found, *e.diagnostics], e.what) from None
-        except ValueError as e:
-            raise PassError(p.name, [*found, Diagnostic("error", str(e))]) from e
-        except RecursionError:
-            raise PassError(
-                p.name, [*found, Diagnostic("error", "the IR is nested too deeply for this pass")]
-            ) from None
-        except MemoryError:
-            raise PassError(p.name, [*found, Diagnostic("error", "out of memory")]) from None
-    if any(d.severity == "error" for d in found):
-        raise PassError(p.name, found)
-    return found
-
-
 def _picklable(p: AnyPass) -> bool:
     try:
         pickle.dumps(p)
@@ -424,7 +403,7 @@ class PassManager:
                 job = isolation.Job(p.name, p, allow_unregistered=module.context.allow_unregistered_dialects)
                 found = isolation.run(module, job)
             else:
-                found = apply_pass(p, module)
+                found = diagnostics.apply_pass(p, module)
         except PassError as e:
             self.timings.append((p.spec(), time.perf_counter() - start))
             self.warnings += [d for d in e.diagnostics if d.severity != "error"]
