@@ -233,7 +233,8 @@ def test_list_passes_gives_summaries_and_options():
     code, out, _ = opt("--list-passes")
     assert code == 0
     assert "  propagate\n      Runs Shardy propagation" in out
-    assert "      keep-open=false strategy=user-priority conservative=false debug-origins=false\n" in out
+    assert "      keep-open=false  run only the propagation step" in out
+    assert "      strategy=user-priority  Shardy's propagation strategy (with keep-open=true)\n" in out
     assert "  canonicalize\n      Canonicalize operations.\n      cse-between-iterations=false" in out
     assert "  sdy-insert-explicit-reshards\n      Inserts explicit reshards" in out
     assert "enable-full-version=false" in out

@@ -6,6 +6,7 @@ import dataclasses
 import importlib.metadata
 import io
 import re
+from typing import Literal
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -119,6 +120,44 @@ def test_options_are_typed_fields_and_print_back():
     assert Tagged().spec() == "test-tag"
     assert Tagged.option_types() == {"key": str, "dims": tuple[int, ...], "flag": bool, "ratio": float}
     assert Tagged.summary() == "Puts a unit attribute on the module."
+
+
+@dataclasses.dataclass(frozen=True)
+class Chooser(Pass):
+    """Takes a choice and optional settings."""
+
+    name = "test-choose"
+    mode: Literal["fast", "exact"] = dataclasses.field(default="exact", metadata={"help": "how to choose"})
+    limit: int | None = None
+    levels: tuple[Literal[1, 2, 4], ...] | None = None
+
+    def apply(self, module: ir.Module) -> None:
+        pass
+
+
+def test_literal_and_optional_options():
+    assert Chooser.from_options({"mode": "fast", "limit": "3", "levels": "1,4"}) == Chooser("fast", 3, (1, 4))
+    assert Chooser("fast", 3, (1, 4)).spec() == "test-choose{mode=fast limit=3 levels=1,4}"
+    assert Chooser().spec() == "test-choose"
+    assert Chooser.option_help() == {"mode": "how to choose", "limit": "", "levels": ""}
+    with pytest.raises(ValueError, match="Option 'mode' of pass 'test-choose' expects one of fast, exact, got 'slow'"):
+        Chooser.from_options({"mode": "slow"})
+    with pytest.raises(ValueError, match="expects a list of one of 1, 2, 4, got '1,3'"):
+        Chooser.from_options({"levels": "1,3"})
+    with pytest.raises(ValueError, match="expects a int, got 'many'"):
+        Chooser.from_options({"limit": "many"})
+    with pytest.raises(ValueError, match="Option 'mode' of pass 'test-choose' expects one of fast, exact, got 'slow'"):
+        Chooser(mode="slow")
+
+
+def test_an_option_of_another_type_is_refused_when_registered():
+    @dataclasses.dataclass(frozen=True)
+    class Odd(Pass):
+        name = "test-odd"
+        pair: tuple[int, str] = (0, "")
+
+    with pytest.raises(TypeError, match="options must be bool, int, float, str, tuple"):
+        Odd.option_types()
 
 
 def test_options_round_trip_through_pipelines(registered):

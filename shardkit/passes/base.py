@@ -12,14 +12,17 @@ A pass is written as (xDSL's shape)::
         def apply(self, module: ir.Module) -> None: ...
 
 Option ``keep-open`` is field ``keep_open``; values are written as in MLIR pipelines: ``true``/``false``,
-numbers, words, and comma-separated lists for tuple fields (``dims=0,1``). ``spec()`` prints a pass back to
-the text it parses from, with only the options that differ from their defaults.
+numbers, words, and comma-separated lists for tuple fields (``dims=0,1``). A ``Literal[...]`` field takes one of
+its values (the error lists them), an ``X | None`` field is an ``X`` that may be left unset, and a field's
+``metadata={"help": "..."}`` is its line in ``shardkit-opt --list-passes``. ``spec()`` prints a pass back to the
+text it parses from, with only the options that differ from their defaults.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -58,10 +61,27 @@ class Pass:
         doc = cls.__doc__ or ""
         return doc.strip().split("\n", 1)[0] if doc.strip() else ""
 
+    def __post_init__(self) -> None:
+        """Checks a pass built in Python against its Literal options, as ``from_options`` checks option text."""
+        for key, hint in self.option_types().items():
+            allowed = _kind(hint)[2]
+            value = getattr(self, key.replace("-", "_"))
+            values = value if isinstance(value, tuple) else (value,)
+            if allowed is not None and value is not None and any(v not in allowed for v in values):
+                choices = ", ".join(map(_print_scalar, allowed))
+                raise ValueError(f"Option '{key}' of pass '{self.name}' expects one of {choices}, got {value!r}.")
+
     @classmethod
     def option_types(cls) -> dict[str, type]:
-        """Option name (``keep-open``) -> field type (bool, int, float, str or a tuple of one of them)."""
+        """Option name (``keep-open``) -> field type (bool, int, float, str, a tuple of one of them, a Literal of
+        their values, or any of these ``| None``)."""
         return _option_types(cls)
+
+    @classmethod
+    def option_help(cls) -> dict[str, str]:
+        """Option name -> its help line: the field's ``metadata["help"]`` (``dataclasses.field(default=...,
+        metadata={"help": "..."})``), empty when it has none."""
+        return {f.name.replace("_", "-"): f.metadata.get("help", "") for f in dataclasses.fields(cls)}
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> Pass:
@@ -101,14 +121,38 @@ def _option_types(cls: type[Pass]) -> dict[str, type]:
     out = {}
     for f in dataclasses.fields(cls):
         hint = hints[f.name]
-        item = typing.get_args(hint)[0] if typing.get_origin(hint) is tuple else hint
-        if item not in _SCALARS:
+        try:
+            _kind(hint)
+        except TypeError:
             raise TypeError(
-                f"Option {f.name!r} of pass '{cls.name}' has type {hint}; options must be bool, int, float, str "
-                "or tuple[<one of those>, ...]."
-            )
+                f"Option {f.name!r} of pass '{cls.name}' has type {hint}; options must be bool, int, float, str, "
+                "tuple[<one of those>, ...], a Literal of one of those, or any of these | None."
+            ) from None
         out[f.name.replace("_", "-")] = hint
     return out
+
+
+def _kind(hint: Any) -> tuple[type, bool, tuple[Any, ...] | None]:
+    """(scalar type, whether a list, the allowed values of a Literal or None) of an option's type; ``X | None``
+    reads as ``X`` (None is the unset default). TypeError for any other type."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        if len(args) != 1:
+            raise TypeError(hint)
+        return _kind(args[0])
+    if typing.get_origin(hint) is tuple:
+        kind, is_list, allowed = _kind(args[0])
+        if is_list or len(args) != 2 or args[1] is not Ellipsis:
+            raise TypeError(hint)
+        return kind, True, allowed
+    if typing.get_origin(hint) is typing.Literal:
+        kinds = {type(a) for a in args}
+        if len(kinds) != 1 or not kinds <= set(_SCALARS):
+            raise TypeError(hint)
+        return kinds.pop(), False, tuple(args)
+    if hint not in _SCALARS:
+        raise TypeError(hint)
+    return hint, False, None
 
 
 def _parse_scalar(kind: type, text: str) -> Any:
@@ -122,14 +166,23 @@ def _parse_scalar(kind: type, text: str) -> Any:
 
 
 def _parse_value(pass_name: str, key: str, hint: Any, text: str) -> Any:
-    is_list = typing.get_origin(hint) is tuple
-    kind = typing.get_args(hint)[0] if is_list else hint
+    kind, is_list, allowed = _kind(hint)
     try:
         if is_list:
-            return tuple(_parse_scalar(kind, t.strip()) for t in text.split(",") if t.strip())
-        return _parse_scalar(kind, text)
+            values = tuple(_parse_scalar(kind, t.strip()) for t in text.split(",") if t.strip())
+        else:
+            values = (_parse_scalar(kind, text),)
+        if allowed is not None and any(v not in allowed for v in values):
+            raise ValueError(text)
+        return values if is_list else values[0]
     except ValueError:
-        what = f"a list of {kind.__name__}" if is_list else ("true or false" if kind is bool else f"a {kind.__name__}")
+        if allowed is not None:
+            what = "one of " + ", ".join(map(_print_scalar, allowed))
+            what = f"a list of {what}" if is_list else what
+        else:
+            what = (
+                f"a list of {kind.__name__}" if is_list else ("true or false" if kind is bool else f"a {kind.__name__}")
+            )
         raise ValueError(f"Option '{key}' of pass '{pass_name}' expects {what}, got '{text}'.") from None
 
 

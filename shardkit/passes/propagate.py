@@ -13,6 +13,7 @@ rejects a module that holds ``sdy.reshard`` ("'sdy.reshard' op unknown mesh: @me
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
@@ -21,22 +22,27 @@ from shardkit.dialects import ir as irx
 from shardkit.passes.base import Pass
 from shardkit.passes.manager import MlirPass
 
-_STRATEGIES = ("user-priority", "op-priority", "aggressive", "basic")
-
 
 @dataclasses.dataclass(frozen=True)
 class Propagate(Pass):
     """Runs Shardy propagation (jaxlib's sdy-propagation-pipeline) and labels every op with its sharding."""
 
     name = "propagate"
-    keep_open: bool = False
-    strategy: str = "user-priority"
-    conservative: bool = False
-    debug_origins: bool = False
+    keep_open: bool = dataclasses.field(
+        default=False, metadata={"help": "run only the propagation step: open dimensions and constraints stay"}
+    )
+    strategy: Literal["user-priority", "op-priority", "aggressive", "basic"] = dataclasses.field(
+        default="user-priority", metadata={"help": "Shardy's propagation strategy (with keep-open=true)"}
+    )
+    conservative: bool = dataclasses.field(
+        default=False, metadata={"help": "never shard along a dimension a value was not sharded on (keep-open=true)"}
+    )
+    debug_origins: bool = dataclasses.field(
+        default=False, metadata={"help": "record where each sharding came from (keep-open=true)"}
+    )
 
     def __post_init__(self) -> None:
-        if self.strategy not in _STRATEGIES:
-            raise ValueError(f"strategy must be one of {', '.join(_STRATEGIES)}, got '{self.strategy}'")
+        super().__post_init__()
         if not self.keep_open and self.options().keys() - {"keep-open"}:
             raise ValueError(
                 "strategy, conservative and debug-origins need keep-open=true "

@@ -46,11 +46,11 @@ def list_passes() -> str:
             cls = get_pass(name)
         except registry.PluginError:
             continue
-        options = [f"{f.name.replace('_', '-')}={_text(f.default)}" for f in dataclasses.fields(cls)]
-        if options:
-            out.append(
-                textwrap.fill(" ".join(options), 100, initial_indent="      ", subsequent_indent="      ") + "\n"
-            )
+        helps = cls.option_help()
+        for f in dataclasses.fields(cls):
+            key = f.name.replace("_", "-")
+            text = f"{key}={_text(f.default)}" + (f"  {helps[key]}" if helps[key] else "")
+            out.append(textwrap.fill(text, 100, initial_indent="      ", subsequent_indent="          ") + "\n")
     out.append("\nMLIR passes registered in jaxlib:\n")
     for name, summary in _rows():
         out.append(f"  {name}\n      {summary}\n")

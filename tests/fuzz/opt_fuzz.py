@@ -30,6 +30,7 @@ from jaxlib.mlir import ir
 
 from shardkit import passes
 from shardkit.dialects import context
+from shardkit.passes import registry
 from shardkit.tools.opt import OptMain
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,16 +48,8 @@ def _inputs() -> list[str]:
 
 
 INPUTS = _inputs()
-SHARDKIT_PASSES = [
-    "propagate",
-    "propagate{keep-open=true}",
-    "export-gspmd",
-    "import-gspmd",
-    "dedup-meshes",
-    "strip-shardings",
-    "verify-shardings",
-    "shard-leading-dim{axis=x}",
-]
+# every built-in pass (a new one is fuzzed without an edit here), and option variants
+SHARDKIT_PASSES = [*registry.pass_names(), "propagate{keep-open=true}", "shard-leading-dim{axis=x}"]
 MLIR_PASSES = [
     "cse",
     "canonicalize",
