@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shardkit.passes.diagnostics import Diagnostic
+from shardkit.dialects.diagnostics import Diagnostic
 from shardkit.tools.expected import Verifier
 
 

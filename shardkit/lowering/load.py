@@ -35,13 +35,12 @@ from jaxlib.mlir.dialects import stablehlo
 
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
-from shardkit.dialects import context, copy_module, hlo_text, ir as irx, mhlo
+from shardkit.dialects import context, copy_module, diagnostics, hlo_text, ir as irx, mhlo
 from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding, symbol_ref
 from shardkit.lowering.lower import LoweredModule
 from shardkit.lowering.types import ShapeDtypeStruct
 from shardkit.mesh import AbstractMesh, Mesh, mesh_from_jax
 from shardkit.partition_spec import PartitionSpec
-from shardkit.passes import diagnostics
 from shardkit.sharding import NamedSharding, Sharding, from_hlo
 
 Device = Any

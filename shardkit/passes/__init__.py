@@ -5,8 +5,9 @@ The contract for the rest of shardkit: ``run_pipeline(module, "propagate,export-
 ``ir.Module`` in place, and a failure raises ``PassError`` (a ValueError) naming the pass.
 """
 
+from shardkit.dialects.diagnostics import Diagnostic
 from shardkit.passes.base import Pass
-from shardkit.passes.diagnostics import Diagnostic, PassError
+from shardkit.passes.diagnostics import PassError
 from shardkit.passes.manager import MlirPass, PassManager, resolve, run_pipeline
 from shardkit.passes.pipeline import PassSpec, PipelineSyntaxError, parse_pipeline, print_pipeline
 from shardkit.passes.registry import (

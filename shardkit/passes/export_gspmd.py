@@ -19,8 +19,7 @@ import dataclasses
 from jaxlib.mlir import ir
 
 from shardkit._jaxlib import HloSharding
-from shardkit.dialects import ir as irx, mhlo, sdy as forms
-from shardkit.passes import diagnostics
+from shardkit.dialects import diagnostics, ir as irx, mhlo, sdy as forms
 from shardkit.passes.base import Pass
 
 # sdy.return only ends the region of an op that is reported itself.

@@ -14,8 +14,7 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from shardkit.dialects import ir as irx, mhlo, sdy as forms
-from shardkit.passes import diagnostics
+from shardkit.dialects import diagnostics, ir as irx, mhlo, sdy as forms
 from shardkit.passes.base import Pass
 
 

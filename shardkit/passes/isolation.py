@@ -35,8 +35,9 @@ from typing import Any, BinaryIO
 
 from jaxlib.mlir import ir
 
+from shardkit.dialects.diagnostics import Diagnostic, from_mlir_error, op_position
 from shardkit.dialects.sdy import symbol_ref
-from shardkit.passes.diagnostics import Diagnostic, PassError, from_mlir_error, op_position
+from shardkit.passes.diagnostics import PassError
 
 POLICIES = ("crash-prone", "all", "none")
 

@@ -32,9 +32,10 @@ from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir.dialects import stablehlo
 
 from shardkit.dialects import context as shardkit_context
+from shardkit.dialects.diagnostics import Diagnostic, from_mlir_error
 from shardkit.passes import diagnostics, isolation, registry
 from shardkit.passes.base import Pass
-from shardkit.passes.diagnostics import Diagnostic, PassError
+from shardkit.passes.diagnostics import PassError
 from shardkit.passes.isolation import checked, time_limit
 from shardkit.passes.pipeline import PassSpec, parse_pipeline, print_items
 
@@ -106,7 +107,7 @@ class MlirPass:
             with op.context:
                 passmanager.PassManager.parse(text).run(op)
         except ir.MLIRError as e:
-            raise PassError(self.name, diagnostics.from_mlir_error(e)) from None
+            raise PassError(self.name, from_mlir_error(e)) from None
 
 
 @functools.cache
@@ -419,7 +420,7 @@ class PassManager:
             except ir.MLIRError as e:
                 if self.print_ir_after_failure:
                     self._dump("After", p, module, failed=True)
-                raise PassError(p.name, diagnostics.from_mlir_error(e), "left the module invalid") from None
+                raise PassError(p.name, from_mlir_error(e), "left the module invalid") from None
             finally:
                 self.timings.append(("(verify)", time.perf_counter() - start - elapsed))
         self._instrument("after", p, module)

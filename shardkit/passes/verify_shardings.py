@@ -15,8 +15,7 @@ import math
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import ir as irx, mhlo, sdy as forms
-from shardkit.passes import diagnostics
+from shardkit.dialects import diagnostics, ir as irx, mhlo, sdy as forms
 from shardkit.passes.base import Pass
 
 

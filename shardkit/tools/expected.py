@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from shardkit.passes.diagnostics import Diagnostic
+from shardkit.dialects.diagnostics import Diagnostic
 
 _DIRECTIVE = re.compile(
     r"expected-(error|note|remark|warning)(-re)? *(@([+-][0-9]+|above|below|unknown))? *\{\{(.*)\}\}$"

@@ -22,9 +22,9 @@ from typing import BinaryIO, TextIO
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import context, ir as irx
-from shardkit.passes import PassError, PassManager, diagnostics
-from shardkit.passes.diagnostics import Diagnostic
+from shardkit.dialects import context, diagnostics, ir as irx
+from shardkit.dialects.diagnostics import Diagnostic
+from shardkit.passes import PassError, PassManager
 from shardkit.passes.manager import format_timings
 from shardkit.tools import catalog, cli, expected, source
 from shardkit.tools.render import SourceMgr

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import os
 
-from shardkit.passes.diagnostics import Diagnostic
+from shardkit.dialects.diagnostics import Diagnostic
 
 _TAB_STOP = 8
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import hlo_text
-from shardkit.passes import diagnostics
-from shardkit.passes.diagnostics import Diagnostic
+from shardkit.dialects import diagnostics, hlo_text
+from shardkit.dialects.diagnostics import Diagnostic
+from shardkit.passes.diagnostics import collecting
 
 BYTECODE_MAGIC = b"ML\xefR"
 _SPLIT = re.compile(r"^// -----", re.MULTILINE)
@@ -85,7 +85,7 @@ def parse(ctx: ir.Context, chunk: Chunk, name: str) -> tuple[ir.Module | None, l
             except hlo_text.HloTextError as e:
                 return None, [Diagnostic("error", e.reason, name, e.line and e.line + chunk.first_line - 1, e.col)]
     try:
-        with diagnostics.collecting(ctx) as found:
+        with collecting(ctx) as found:
             # Blank lines in front keep the parser's line numbers equal to the file's.
             module = ir.Module.parse(chunk.bytecode or "\n" * (chunk.first_line - 1) + chunk.text, ctx)
     except ir.MLIRError as e:
