@@ -22,10 +22,10 @@ class ToolMain:
         stderr: TextIO | None,
     ):
         self.prog = parser.prog
-        self.args = parser.parse_args(argv)
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
+        self.args = parser.parse_args(argv)
 
     def error(self, message: str) -> int:
         self.stderr.write(f"{self.prog}: error: {message}\n")

@@ -27,6 +27,7 @@ from shardkit.dialects.diagnostics import Diagnostic
 from shardkit.passes import PassError, PassManager
 from shardkit.passes.manager import format_timings
 from shardkit.tools import catalog, cli, expected, source
+from shardkit.tools.main import ToolMain
 from shardkit.tools.render import SourceMgr
 
 _PARSER_BUFFER = re.compile(r'"-":(?=\d+:\d+)')
@@ -42,11 +43,11 @@ class _Result:
     output: str | bytes | None = None
 
 
-class OptMain:
+class OptMain(ToolMain):
     """The tool as an object, so tests drive it in-process: ``OptMain(["x.mlir", "-p", "cse"]).run()``.
 
-    ``--help`` exits (SystemExit 0) from the constructor, as argparse does; every other outcome is the exit
-    code ``run`` returns.
+    Its argv goes through ``cli.normalize`` first (mlir-opt's one-dash options and pass flags). ``--help`` exits
+    (SystemExit 0) from the constructor, as argparse does; every other outcome is the exit code ``run`` returns.
     """
 
     def __init__(
@@ -57,21 +58,19 @@ class OptMain:
         stdout: TextIO | None = None,
         stderr: TextIO | None = None,
     ):
-        self.stdin = stdin or sys.stdin
-        self.stdout = stdout or sys.stdout
-        self.stderr = stderr or sys.stderr
         self.usage_error: str | None = None
         self.name = "<stdin>"
+        self.pass_flags: list[str] = []
+        tokens: list[str] = []
         try:
             tokens, self.pass_flags = cli.normalize(sys.argv[1:] if argv is None else argv, catalog.is_pass)
-            epilog = catalog.help_epilog() if "--help" in tokens else ""  # (it loads every pass and plugin)
-            self.args = cli.arg_parser(epilog).parse_args(tokens)
         except cli.UsageError as e:
             self.usage_error = str(e)
-
-    def error(self, message: str) -> int:
-        self.stderr.write(f"shardkit-opt: error: {message}\n")
-        return 1
+        epilog = catalog.help_epilog() if "--help" in tokens else ""  # (it loads every pass and plugin)
+        try:  # the streams are set before the arguments are parsed, so a usage error can be reported
+            super().__init__(cli.arg_parser(epilog), tokens, stdin=stdin, stdout=stdout, stderr=stderr)
+        except cli.UsageError as e:
+            self.usage_error = self.usage_error or str(e)
 
     def run(self) -> int:
         if self.usage_error is not None:
