@@ -886,8 +886,14 @@ def device_put(x: Any, sharding: Any = None) -> Any:
     return jax.tree_util.tree_unflatten(tree, [_put_leaf(v, s) for v, s in zip(leaves, flat_targets)])
 
 
+def is_key(dtype: Any) -> bool:
+    """Whether ``dtype`` is an extended dtype (a typed PRNG key's, ``key<fry>``): the value is a key array, which
+    XLA holds as its key data (``jax.random.key_data``: the array's shape plus trailing dimensions, uint32)."""
+    return jax.dtypes.issubdtype(dtype, jax.dtypes.extended)
+
+
 def _put_leaf(x: Any, sharding: Any) -> Array:
-    if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
+    if isinstance(x, jax.Array) and is_key(x.dtype):
         return _put_keys(x, sharding)
     if isinstance(x, (Array, jax.Array)):
         x = asarray(x)
@@ -1005,7 +1011,7 @@ def asarray(x: Any) -> Array:
     if isinstance(x, Array):
         return x
     if isinstance(x, jax.Array):
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
+        if is_key(x.dtype):
             raise TypeError(
                 f"A typed PRNG key array ({x.dtype}) stays jax's key array: a shardkit Array holds numbers. sk.jit "
                 "and sk.device_put take key arrays as they are; jax.random.key_data(keys) gives their data."

@@ -284,32 +284,24 @@ def filter_jit(fun: Callable, *, donate: bool = False, partitioner: str = "shard
         >>> y.sharding.spec, float(y.sum())
         (P('batch',), -24.0)
     """
-    out_statics: dict[Any, Any] = {}
+    out_statics: dict[Any, _Static] = {}
 
     def staged(static: _Static, arrays: list[Any]) -> list[Any]:
         args, kwargs = static.rebuild(arrays)
-        leaves, tree = jax.tree_util.tree_flatten(fun(*args, **kwargs))
-        keep = [_is_array(x) for x in leaves]
-        out_statics[static, _signature(arrays)] = (tree, keep, [None if k else x for k, x in zip(keep, leaves)])
-        return [x for k, x in zip(keep, leaves) if k]
+        out_static, out_arrays = _Static.split(fun(*args, **kwargs))
+        out_statics[static, _signature(arrays)] = out_static
+        return out_arrays
 
     jitted = jit(staged, static_argnums=0, donate_argnums=1 if donate else (), partitioner=partitioner)
 
     @functools.wraps(fun)
     def call(*args: Any, **kwargs: Any) -> Any:
-        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
-        keep = tuple(_is_array(x) for x in leaves)
-        arrays = [x for k, x in zip(keep, leaves) if k]
-        static = _Static(tree, keep, tuple(None if k else x for k, x in zip(keep, leaves)))
-        out = iter(jitted(static, arrays))
-        out_tree, out_keep, out_leaves = out_statics[static, _signature(arrays)]
-        return jax.tree_util.tree_unflatten(out_tree, [next(out) if k else x for k, x in zip(out_keep, out_leaves)])
+        static, arrays = _Static.split((args, kwargs))
+        hash(static)  # an unhashable non-array argument is named here, not as a static argument of `staged`
+        out = jitted(static, arrays)
+        return out_statics[static, _signature(arrays)].rebuild(out)
 
     return call
-
-
-def _is_array(x: Any) -> bool:
-    return isinstance(x, (jax.Array, np.ndarray, np.generic))
 
 
 def _signature(arrays: Sequence[Any]) -> tuple[Any, ...]:
@@ -324,10 +316,7 @@ class _Static:
 
     def __init__(self, tree: Any, keep: tuple[bool, ...], leaves: tuple[Any, ...]):
         self.tree, self.keep, self.leaves = tree, keep, leaves
-        try:
-            self._hash = hash((tree, keep, leaves))
-        except TypeError as e:
-            raise TypeError(f"filter_jit's non-array arguments must be hashable: {e}") from None
+        self._hash: int | None = None  # a call's part is hashed (it picks the program), a result's never
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Static) and (self.tree, self.keep, self.leaves) == (
@@ -337,8 +326,22 @@ class _Static:
         )
 
     def __hash__(self) -> int:
+        if self._hash is None:
+            try:
+                self._hash = hash((self.tree, self.keep, self.leaves))
+            except TypeError as e:
+                raise TypeError(f"filter_jit's non-array arguments must be hashable: {e}") from None
         return self._hash
 
-    def rebuild(self, arrays: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    @classmethod
+    def split(cls, tree: Any) -> tuple[_Static, list[Any]]:
+        """``tree``'s non-array part and its array leaves (shardkit's, jax's or numpy's), in order."""
+        leaves, treedef = jax.tree_util.tree_flatten(tree)
+        keep = tuple(isinstance(x, (jax.Array, np.ndarray, np.generic)) for x in leaves)
+        static = cls(treedef, keep, tuple(None if k else x for k, x in zip(keep, leaves)))
+        return static, [x for k, x in zip(keep, leaves) if k]
+
+    def rebuild(self, arrays: Sequence[Any]) -> Any:
+        """The tree ``split`` took apart, with ``arrays`` in the places of its array leaves."""
         it = iter(arrays)
         return jax.tree_util.tree_unflatten(self.tree, [next(it) if k else x for k, x in zip(self.keep, self.leaves)])

@@ -58,8 +58,12 @@ class Diagnostic:
         return dataclasses.replace(self, file=file if self.file in ("-", "") else self.file, notes=notes)
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}:{self.col}" if self.line else (self.file or "<unknown>")
-        return f"{where}: {self.severity}: {self.message}"
+        return f"{position(self.file, self.line, self.col)}: {self.severity}: {self.message}"
+
+
+def position(file: str, line: int, col: int) -> str:
+    """``file:line:col`` as diagnostics print a place; the file alone when the line is unknown (0)."""
+    return f"{file}:{line}:{col}" if line else (file or "<unknown>")
 
 
 def _file_line_col(location: ir.Location) -> tuple[str, int, int]:

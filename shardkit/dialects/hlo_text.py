@@ -28,7 +28,7 @@ import re
 from jaxlib.mlir import ir
 
 from shardkit import _jaxlib
-from shardkit.dialects import ir as irx, mhlo
+from shardkit.dialects import diagnostics, ir as irx, mhlo
 
 _HEADER = re.compile(r"\A\s*(?://[^\n]*\n\s*)*HloModule\s")
 _PARTITIONS = re.compile(r"\bnum_partitions=(\d+)")
@@ -59,8 +59,7 @@ class HloTextError(ValueError):
     """HLO text that does not load: ``where``, the ``line`` and ``col`` (0 when unknown) and the ``reason``."""
 
     def __init__(self, where: str, line: int, col: int, reason: str):
-        position = f"{where}:{line}:{col}" if line else where
-        super().__init__(f"{position}: {reason}")
+        super().__init__(f"{diagnostics.position(where, line, col)}: {reason}")
         self.where, self.line, self.col, self.reason = where, line, col, reason
 
 

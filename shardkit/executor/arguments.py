@@ -32,12 +32,13 @@ from shardkit.array import (
     deleted_piece,
     device_dtype,
     device_put,
+    is_key,
     sharding_mismatch,
     shared,
     wrap,
 )
 from shardkit.caching import memoize
-from shardkit.lowering import PY_SCALARS, ShapeDtypeStruct, is_key
+from shardkit.lowering import PY_SCALARS, ShapeDtypeStruct
 from shardkit.mesh import current_mesh
 from shardkit.sharding import Sharding
 

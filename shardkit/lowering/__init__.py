@@ -14,7 +14,7 @@ from shardkit.lowering.constraint import sharding_constraint_p, with_sharding_co
 from shardkit.lowering.lower import LoweredModule, Lowering
 from shardkit.lowering.options import JitOptions
 from shardkit.lowering.trace import Effects
-from shardkit.lowering.types import PY_SCALARS, ShapeDtypeStruct, is_key
+from shardkit.lowering.types import PY_SCALARS, ShapeDtypeStruct
 
 __all__ = [
     "Effects",
@@ -23,7 +23,6 @@ __all__ = [
     "LoweredModule",
     "PY_SCALARS",
     "ShapeDtypeStruct",
-    "is_key",
     "load_module",
     "sharding_constraint_p",
     "with_sharding_constraint",

@@ -24,7 +24,7 @@ import functools
 import os
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.extend
@@ -166,10 +166,9 @@ def _drop_foreign(module: ir.Module, where: str) -> None:
 
     for op in irx.ops(module):
         if not ctx.is_registered_operation(op.name):
-            file, line, col = diagnostics.op_position(op)
             raise LoadError(
-                f"{where}:{line}:{col}: '{op.name}' is an op of a dialect XLA does not know; only attributes of "
-                "such dialects can be dropped."
+                f"{_at(where, op)}: '{op.name}' is an op of a dialect XLA does not know; only attributes of such "
+                "dialects can be dropped."
             )
         label = "the module" if op.name == "builtin.module" else f"'{op.name}'"
         if op.name == "func.func":
@@ -229,6 +228,12 @@ def _aval(type_: ir.Type, what: str) -> ShapeDtypeStruct:
     if dtype is None:
         raise LoadError(f"{what} has element type {type_.element_type}, which has no numpy dtype.")
     return ShapeDtypeStruct(tuple(type_.shape), dtype)
+
+
+def _at(where: str, op: ir.Operation) -> str:
+    """Where ``op`` is in the input named ``where`` (its line and column), as errors name it."""
+    _, line, col = diagnostics.op_position(op)
+    return diagnostics.position(where, line, col)
 
 
 def _pick(module: ir.Module, index: int | None, where: str) -> ir.Module:
@@ -456,9 +461,9 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[HloSharding]:
             try:
                 hlo = mhlo.read(site.shardings[irx.MHLO_SHARDING])
             except ValueError as e:
-                file, line, col = diagnostics.op_position(site.op)
-                position = f"{where}:{line}:{col}" if line else where
-                raise LoadError(f"{position}: {site.label} of '{site.op.name}': {diagnostics.clause(e)}") from None
+                raise LoadError(
+                    f"{_at(where, site.op)}: {site.label} of '{site.op.name}': {diagnostics.clause(e)}"
+                ) from None
             if hlo is not None and irx.SDY_SHARDING not in site.shardings:
                 out.append(hlo)
     return out
@@ -467,8 +472,7 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[HloSharding]:
 # -- the entry points --------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class _Program:
+class _Program(NamedTuple):
     """A parsed module made ready to bind: its entry as @main, its meshes and the partitions it needs."""
 
     module: ir.Module
@@ -513,15 +517,7 @@ def load(
     """The ``LoweredModule`` of a module from anywhere, bound to devices (see the module docstring); ``entry``
     names the function to run (default @main), ``module`` which of a file's top-level modules;
     ``allow_unregistered`` drops the attributes of dialects XLA does not know, with a warning naming them."""
-    program = _program(source, entry, module, allow_unregistered)
-    module, name, exported, main, meshes, n = (
-        program.module,
-        program.name,
-        program.exported,
-        program.main,
-        program.meshes,
-        program.partitions,
-    )
+    module, name, exported, main, meshes, n = _program(source, entry, module, allow_unregistered)
     if exported is not None and exported.nr_devices not in (1, n):
         raise LoadError(f"{name} was exported for {exported.nr_devices} devices, but its module has {n} partitions.")
     assignment, bound, user_mesh = _bind(name, n, meshes, mesh, devices)

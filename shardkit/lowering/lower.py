@@ -22,14 +22,14 @@ import jax
 import numpy as np
 from jaxlib.mlir import ir
 
-from shardkit.array import Array, device_dtype, sharding_mismatch
+from shardkit.array import Array, device_dtype, is_key, sharding_mismatch
 from shardkit.dialects import ir as irx
 from shardkit.dialects.sdy import SdyMesh
 from shardkit.lowering.attach import attach, constraint_meshes
 from shardkit.lowering.constraint import with_sharding_constraint
 from shardkit.lowering.options import JitOptions, per_leaf, resolve
 from shardkit.lowering.trace import NO_EFFECTS, Effects, trace
-from shardkit.lowering.types import PY_SCALARS, ShapeDtypeStruct, is_key, physical, physical_shardings
+from shardkit.lowering.types import PY_SCALARS, ShapeDtypeStruct, physical, physical_shardings
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh, lookup_devices
 from shardkit.sharding import GSPMDSharding, NamedSharding, Sharding, as_sharding, from_jax
 

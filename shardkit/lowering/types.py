@@ -9,6 +9,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from shardkit.array import is_key
 from shardkit.caching import memoize
 from shardkit.sharding import Sharding, canonical_shape, physical_sharding
 
@@ -66,12 +67,6 @@ class ShapeDtypeStruct:
 
 # Python scalars an argument may be, and whether jax gives each a weak type (bool is the strong one).
 PY_SCALARS = {bool: False, int: True, float: True, complex: True}
-
-
-def is_key(dtype: Any) -> bool:
-    """Whether ``dtype`` is an extended dtype (a typed PRNG key's, ``key<fry>``): the value is a key array, which
-    XLA holds as its key data (``jax.random.key_data``: the array's shape plus trailing dimensions, uint32)."""
-    return jax.dtypes.issubdtype(dtype, jax.dtypes.extended)
 
 
 @memoize()

@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 
 from jaxlib.mlir import ir
 
+from shardkit.dialects import ir as irx
 from shardkit.dialects.diagnostics import Diagnostic, from_mlir_error, op_position
 from shardkit.dialects.sdy import symbol_ref
 from shardkit.passes.diagnostics import PassError
@@ -82,7 +83,7 @@ def entry_error(module: ir.Module, pass_names: frozenset[str]) -> Diagnostic | N
     public = [
         f for f in funcs if "sym_visibility" not in f.attributes or str(f.attributes["sym_visibility"]) == '"public"'
     ]
-    calls = any(op.name == "func.call" for f in funcs for op in _walk(f.operation))
+    calls = any(irx.ops(f, "func.call") for f in funcs)
     if "sdy-propagation-pipeline" in pass_names:  # its own propagation step runs under the pipeline's rule
         aborts = len(public) != 1 or calls
     else:
@@ -99,14 +100,6 @@ def entry_error(module: ir.Module, pass_names: frozenset[str]) -> Diagnostic | N
         line,
         col,
     )
-
-
-def _walk(op: ir.Operation) -> Iterator[ir.Operation]:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                yield inner.operation
-                yield from _walk(inner.operation)
 
 
 _policy: contextvars.ContextVar[str] = contextvars.ContextVar("shardkit_isolation", default="crash-prone")
