@@ -305,7 +305,8 @@ def filter_jit(fun: Callable, *, donate: bool = False, partitioner: str = "shard
 
 
 def _signature(arrays: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple((a.shape, a.dtype) for a in arrays)
+    """Shapes and dtypes as the traced program sees them (a float64 numpy argument is traced as float32)."""
+    return tuple((a.shape, jax.dtypes.canonicalize_dtype(a.dtype, allow_extended_dtype=True)) for a in arrays)
 
 
 class _Static:

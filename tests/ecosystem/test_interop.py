@@ -262,6 +262,13 @@ def test_filter_jit_keeps_non_array_leaves_static():
     assert len(traces) == 2
 
 
+def test_filter_jit_takes_arguments_jax_canonicalizes():
+    """A float64 numpy argument is traced as float32: the call still finds the result's non-array part."""
+    out = sk.filter_jit(lambda t: {"y": t * 2, "tag": "doubled"})(np.arange(4.0))
+    np.testing.assert_array_equal(np.asarray(out["y"]), np.arange(4.0, dtype=F32) * 2)
+    assert out["tag"] == "doubled" and out["y"].dtype == F32
+
+
 def test_filter_jit_donates_when_asked():
     x = sk_x()
     sk.filter_jit(lambda t: t["x"] + 1, donate=True)({"x": x})
