@@ -5,9 +5,12 @@ Adam) on a 4x2 ("data", "model") mesh. Each round, interleaved:
 - XLA compiling shardkit's lowered module (``compile_lowered`` on a fresh module, no cache);
 - the XLA report of that executable (``shardkit.inspect.xla_report``, what ``Compiled.communication()`` runs);
 - Shardy's plan of the lowered module (``shardkit.inspect.shardy_report``: three passes on a copy, then a walk);
+- the explanation of XLA's report (``report.explain()``, what ``shardkit-report --explain`` adds: Shardy's plan
+  with origin tracking on a copy, each reshard explained, XLA's collectives matched to it);
 - jax compiling the same step (``jax.jit(...).lower(...).compile()``), for scale, and what a jax user does
   today to count collectives: ``as_text()`` and regular expressions (counts only; no bytes, axes or loops).
-Ratios are per round (report / that round's shardkit compile); min / median / max over the rounds.
+Ratios are per round (report / that round's shardkit compile); min / median / max over the rounds
+(target for each: < 0.1).
 
 Run: .venv/bin/python benchmarks/bench_report.py [ROUNDS]
 """
@@ -62,12 +65,15 @@ def main() -> None:
     scalar = JNS(jmesh, JP())
     jax_step = jax.jit(gpt.train_step, out_shardings=(params, params, params, scalar, scalar))
 
-    rows: dict[str, list[float]] = {k: [] for k in ("compile", "report", "plan", "jax compile", "jax text+regex")}
+    names = ("compile", "report", "plan", "explain", "jax compile", "jax text+regex")
+    rows: dict[str, list[float]] = {k: [] for k in names}
     for _ in range(ROUNDS):
         t, exe = timed(lambda: compile_lowered(dataclasses.replace(lowered, executables={})))
         rows["compile"].append(t)
-        t, report = timed(lambda: inspect.xla_report(exe.hlo_modules()[0], devices, mesh))
+        t, report = timed(lambda: inspect.xla_report(exe.hlo_modules()[0], devices, mesh, lowered.module))
         rows["report"].append(t)
+        t, why = timed(report.explain)
+        rows["explain"].append(t)
         t, plan = timed(lambda: inspect.shardy_report(lowered.module, mesh, devices))
         rows["plan"].append(t)
         jax.clear_caches()
@@ -84,7 +90,8 @@ def main() -> None:
     print(f"GPT train step, {ROUNDS} rounds (medians):")
     for name, values in rows.items():
         print(f"  {name:16s} {fmt(statistics.median(values))}")
-    for name in ("report", "plan"):
+    print(f"explained: {len(report.collectives) - len(why.unexplained)} of {len(report.collectives)}\n")
+    for name in ("report", "plan", "explain"):
         ratios = [r / c for r, c in zip(rows[name], rows["compile"])]
         print(
             f"  {name} / compile: min {min(ratios):.4f}  median {statistics.median(ratios):.4f}  "

@@ -30,18 +30,24 @@ from shardkit import P  # noqa: E402
 VOCAB, SEQ, DIM, HEADS, FF, LAYERS, BATCH = 256, 32, 64, 4, 256, 2, 8
 LR, B1, B2, EPS = 1e-3, 0.9, 0.999, 1e-8
 
-# Parameter name -> (shape, spec). Layer parameters are stacked along a leading layer axis for lax.scan.
-PARAMS = {
-    "wte": ((VOCAB, DIM), P("model", None)),
-    "wpe": ((SEQ, DIM), P()),
-    "ln1": ((LAYERS, DIM), P()),
-    "wqkv": ((LAYERS, DIM, 3 * DIM), P(None, None, "model")),
-    "wo": ((LAYERS, DIM, DIM), P(None, "model", None)),
-    "ln2": ((LAYERS, DIM), P()),
-    "w1": ((LAYERS, DIM, FF), P(None, None, "model")),
-    "w2": ((LAYERS, FF, DIM), P(None, "model", None)),
-    "lnf": ((DIM,), P()),
-}
+
+def params(vocab=VOCAB, seq=SEQ, dim=DIM, ff=FF, layers=LAYERS):
+    """Parameter name -> (shape, spec) of a model of these sizes. Layer parameters are stacked along a leading
+    layer axis for lax.scan."""
+    return {
+        "wte": ((vocab, dim), P("model", None)),
+        "wpe": ((seq, dim), P()),
+        "ln1": ((layers, dim), P()),
+        "wqkv": ((layers, dim, 3 * dim), P(None, None, "model")),
+        "wo": ((layers, dim, dim), P(None, "model", None)),
+        "ln2": ((layers, dim), P()),
+        "w1": ((layers, dim, ff), P(None, None, "model")),
+        "w2": ((layers, ff, dim), P(None, "model", None)),
+        "lnf": ((dim,), P()),
+    }
+
+
+PARAMS = params()
 
 
 def _norm(x, scale):
@@ -79,17 +85,18 @@ def train_step(params, m, v, step, tokens, targets):
     return params, m, v, step, value
 
 
-def build(mesh, partitioner="shardy"):
-    """(the jitted step, its arguments as ShapeDtypeStructs) on a ("data", "model") mesh."""
-    named = {k: sk.NamedSharding(mesh, spec) for k, (_, spec) in PARAMS.items()}
-    batch = sk.NamedSharding(mesh, P("data", None))
+def build(mesh, partitioner="shardy", *, sizes=PARAMS, batch=BATCH):
+    """(the jitted step, its arguments as ShapeDtypeStructs) on a ("data", "model") mesh, for a model of
+    ``sizes`` (``params(...)``) and ``batch`` sequences."""
+    named = {k: sk.NamedSharding(mesh, spec) for k, (_, spec) in sizes.items()}
+    batched = sk.NamedSharding(mesh, P("data", None))
     scalar = sk.NamedSharding(mesh, P())
-    state = {k: sk.ShapeDtypeStruct(shape, np.float32, sharding=named[k]) for k, (shape, _) in PARAMS.items()}
-    tokens = sk.ShapeDtypeStruct((BATCH, SEQ), np.int32, sharding=batch)
+    state = {k: sk.ShapeDtypeStruct(shape, np.float32, sharding=named[k]) for k, (shape, _) in sizes.items()}
+    tokens = sk.ShapeDtypeStruct((batch, sizes["wpe"][0][0]), np.int32, sharding=batched)
     args = (state, state, state, sk.ShapeDtypeStruct((), np.float32, sharding=scalar), tokens, tokens)
     step = sk.jit(
         train_step,
-        in_shardings=(named, named, named, scalar, batch, batch),
+        in_shardings=(named, named, named, scalar, batched, batched),
         out_shardings=(named, named, named, scalar, scalar),
         donate_argnums=(0, 1, 2),
         partitioner=partitioner,

@@ -52,6 +52,18 @@ def build(mesh):
     return train, params_sharding, data
 
 
+def arguments(params_sharding, data):
+    """The step's arguments as ShapeDtypeStructs, to lower it without data (``train.lower(*arguments(...))``)."""
+    return (
+        {
+            k: sk.ShapeDtypeStruct(s, np.float32, sharding=params_sharding[k])
+            for k, s in (("w1", (16, 32)), ("w2", (32, 1)))
+        },
+        sk.ShapeDtypeStruct((64, 16), np.float32, sharding=data),
+        sk.ShapeDtypeStruct((64, 1), np.float32, sharding=data),
+    )
+
+
 def main() -> None:
     mesh = sk.make_mesh((4, 2), ("x", "y"))
     train, params_sharding, data = build(mesh)

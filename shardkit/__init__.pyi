@@ -26,7 +26,10 @@ from .distributed import (
     process_count as process_count,
     process_index as process_index,
 )
-from .inspect import visualize as visualize
+from .inspect import (
+    OutOfMemoryError as OutOfMemoryError,
+    visualize as visualize,
+)
 from .lowering import (
     ShapeDtypeStruct as ShapeDtypeStruct,
     with_sharding_constraint as with_sharding_constraint,

@@ -7,11 +7,12 @@ The MLIR bindings (``jaxlib.mlir``) are jaxlib's public Python API and are used 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from jaxlib import xla_client as xc
+from jaxlib import _jax, xla_client as xc
 
 # -- HLO shardings: XLA's own description of a layout, the form every shardkit sharding derives from ----------
 
@@ -114,6 +115,25 @@ CompileOptions = xc.CompileOptions
 
 def device_list(devices: Sequence[Any]) -> Any:
     return xc.DeviceList(tuple(devices))
+
+
+@functools.cache
+def virtual_cpu_devices(count: int) -> tuple[Any, ...]:
+    """``count`` CPU devices of a second, private CPU client, to compile for more devices than this process's
+    backend has (jax makes its CPU device count once, at backend start, from ``XLA_FLAGS``; jaxlib's client
+    factory takes the count directly). One client per count, kept for the process."""
+    return tuple(xc.make_cpu_client(num_devices=count).devices())
+
+
+def compile_for(devices: Sequence[Any], module: Any, options: CompileOptions, callbacks: Sequence[Any]) -> Any:
+    """The executable of ``module`` for ``devices``: loaded where their client can run it, compile-only (an
+    ``Executable``: analyses, no execution) where it is a topology's compile-only client, as libtpu's TPU
+    devices on a machine without TPUs are. jaxlib names compile-only clients by type only."""
+    client = devices[0].client
+    if isinstance(client, _jax.CompileOnlyPyClient):
+        extra = {"host_callbacks": list(callbacks)} if callbacks else {}  # not every plugin takes the argument
+        return client.compile(module, executable_devices=device_list(devices), compile_options=options, **extra)
+    return client.compile_and_load(module, device_list(devices), options, host_callbacks=list(callbacks))
 
 
 def execute(executable: Any, arguments: Sequence[Any], handlers: Sequence[Any]) -> list[Any]:
@@ -306,8 +326,6 @@ def jax_array_api() -> tuple[list[str], list[str]]:
 def hlo_text_to_stablehlo(text: str) -> bytes:
     """XLA's HLO text as StableHLO (MLIR bytecode): XLA's HLO parser, then XLA's HLO -> StableHLO translation.
     jaxlib exposes both only in its private extension modules."""
-    from jaxlib import _jax
-
     module = xc.hlo.hlo_module_from_text(text)
     return _jax.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
 

@@ -102,8 +102,8 @@ def _replicated(x: Array) -> Array:
     """``x`` copied whole onto every device, through a compiled identity (the collective crosses processes)."""
     s = x.sharding
     target = (
-        s.with_spec(PartitionSpec())
-        if isinstance(s, NamedSharding)
+        NamedSharding(s.mesh, PartitionSpec(), memory_kind=s.memory_kind)
+        if s.mesh is not None
         else GSPMDSharding.get_replicated(s.device_assignment, memory_kind=s.memory_kind)
     )
     return jit(lambda a: a, out_shardings=target)(x)

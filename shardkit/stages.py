@@ -18,7 +18,7 @@ from jaxlib.mlir import ir
 
 from shardkit.caching import on_clear
 from shardkit.dialects import copy_module
-from shardkit.executor import Compiled, compile_lowered
+from shardkit.executor import Compiled, Target, bind_target, compile_lowered
 from shardkit.executor.arguments import MISS, LastCall, call_key, flatten_call
 from shardkit.inspect import CommunicationReport, ShardingTable, sharding_table, shardy_report
 from shardkit.lowering import JitOptions, LoweredModule, Lowering, load_module
@@ -106,9 +106,13 @@ class Lowered:
         ``jax.export.deserialize`` and ``shardkit.load`` read)."""
         return load_module.to_exported(self._lowered)
 
-    def compile(self, passes: str | None = None) -> Compiled:
-        """Compiles for the lowered device assignment, after running ``passes`` (a pipeline) on a copy."""
+    def compile(self, passes: str | None = None, *, target: str | Target | None = None) -> Compiled:
+        """Compiles for the lowered device assignment, after running ``passes`` (a pipeline) on a copy; or,
+        compile-only, for a ``target`` machine not at hand (``'tpu-v5p:8x16x16'``, ``'cpu:256'``; see
+        ``shardkit.executor.targets``): everything but calling it."""
         lowered = self._lowered if passes is None else self.run_passes(passes)._lowered
+        if target is not None:
+            lowered = bind_target(lowered, target)
         return Compiled(lowered, compile_lowered(lowered))
 
 

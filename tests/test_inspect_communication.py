@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import importlib.util
 import io
 import json
 import re
@@ -29,6 +28,7 @@ import shardkit as sk
 from shardkit import P
 from shardkit.inspect import groups as groups_, hlo
 from shardkit.inspect.communication import Collective, CommunicationReport
+from tests.examples import load_example
 from tests.jax_oracle import gspmd_mode, jax_mesh, jax_named
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,13 +40,6 @@ M2P = sk.Mesh(np.array([DEVS[i] for i in PERM], dtype=object).reshape(4, 2), ("d
 M3 = sk.make_mesh((2, 2, 2), ("x", "y", "z"))
 M3P = sk.Mesh(np.array([DEVS[i] for i in PERM], dtype=object).reshape(2, 2, 2), ("x", "y", "z"))
 F32 = np.float32
-
-
-def load_example(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @dataclasses.dataclass
@@ -323,11 +316,7 @@ def test_mlp_example_step(monkeypatch):
     example = load_example("mlp_2d")
     mesh = sk.make_mesh((4, 2), ("x", "y"))
     train, params, data = example.build(mesh)
-    args = (
-        {k: sk.ShapeDtypeStruct(s, F32, sharding=params[k]) for k, s in (("w1", (16, 32)), ("w2", (32, 1)))},
-        sk.ShapeDtypeStruct((64, 16), F32, sharding=data),
-        sk.ShapeDtypeStruct((64, 1), F32, sharding=data),
-    )
+    args = example.arguments(params, data)
     report, _ = shardkit_report(train, args)
     # jax traces the example's own step, with jax's constraint in place of shardkit's
     monkeypatch.setattr(sk, "with_sharding_constraint", lambda x, s: jax.lax.with_sharding_constraint(x, jax_named(s)))

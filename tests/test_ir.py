@@ -79,6 +79,39 @@ def test_set_shardings_refuses_what_mlir_cannot_hold():
         irx.set_shardings([(sites[6], {irx.MHLO_SHARDING: None})])
 
 
+def test_transform_shardings_writes_what_the_function_returns_and_leaves_a_refused_op_whole():
+    module = parse()
+    refused = []
+
+    def to_gspmd(site: irx.Site) -> dict[str, ir.Attribute | None] | None:
+        if site.op.name == "stablehlo.custom_call":  # its result 0 would change, but the op is refused whole
+            if site.index == 1:
+                raise ValueError("no")
+            return {irx.MHLO_SHARDING: ir.StringAttr.get("{replicated}")}
+        if site.kind == "constraint" or irx.SDY_SHARDING not in site.shardings:
+            return None
+        return {irx.SDY_SHARDING: None, irx.MHLO_SHARDING: ir.StringAttr.get("{replicated}")}
+
+    with module.context:
+        irx.transform_shardings(module, to_gspmd, lambda site, e: refused.append((site.label, str(e))))
+    text = str(module)
+    assert '%arg0: tensor<8x8xf32> {mhlo.sharding = "{replicated}"}' in text
+    assert 'stablehlo.negate %arg0 {mhlo.sharding = "{replicated}"}' in text
+    assert "{{devices=[2,4]<=[8] last_tile_dim_replicate}, {replicated}}" in text
+    assert refused == [("result 1", "no")]
+    with module.context, pytest.raises(ValueError, match="no"):  # with no one to report to, the error propagates
+        irx.transform_shardings(module, to_gspmd)
+
+
+def test_transform_shardings_of_a_signature_only():
+    module = parse()
+    main = ir.SymbolTable(module.operation)["main"]
+    seen = []
+    with module.context:
+        irx.transform_shardings(main, lambda site: seen.append(site.label), body=False)
+    assert seen == ["arg 0", "arg 1", "arg 2", "result 0"]
+
+
 def test_unparsable_op_sharding_is_kept_whole_for_each_result():
     module = parse(MODULE.replace("{{devices=[2,4]<=[8] last_tile_dim_replicate}, {replicated}}", "{garbage"))
     sites = [s for s in irx.walk_shardings(module) if s.op.name == "stablehlo.custom_call"]

@@ -14,7 +14,7 @@ from jaxlib.mlir import ir
 import shardkit as sk
 from shardkit import passes
 from shardkit.dialects import context, ir as irx
-from shardkit.passes import Diagnostic, Pass, PassError, PassManager, isolation
+from shardkit.passes import Diagnostic, IRPrinting, Pass, PassError, PassManager, isolation
 
 # From Shardy's insert_explicit_reshards/reshape.mlir (openxla/shardy, Apache-2.0): jaxlib 0.10.2's
 # sdy-insert-explicit-reshards{enable-full-version=true} dies with SIGSEGV on it.
@@ -244,7 +244,7 @@ def test_findings_at_ops_without_a_location_point_at_the_closest_located_parent(
 
 def test_timings_and_warnings_survive_a_failure_and_the_failed_ir_is_printed():
     out = io.StringIO()
-    pm = PassManager([*PassManager("cse").passes, Grumble()], print_ir_after_failure=True, stream=out)
+    pm = PassManager([*PassManager("cse").passes, Grumble()], ir_printing=IRPrinting(after_failure=True, stream=out))
     with pytest.raises(PassError):
         pm.run(parse())
     assert [name for name, _ in pm.timings] == ["cse", "(verify)", "test-grumble"]

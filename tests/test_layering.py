@@ -114,11 +114,13 @@ def test_public_names_resolve():
     import shardkit
     import shardkit.sharding
 
-    assert set(shardkit.sharding.__all__) <= set(shardkit.__all__)
+    missing = sorted(set(shardkit.sharding.__all__) - set(shardkit.__all__))
+    assert not missing, f"shardkit/__init__.pyi does not export {', '.join(missing)} (from .sharding import ...)"
     homes = {name: getattr(getattr(shardkit, name), "__module__", "") for name in shardkit.__all__}
-    assert {name for name, home in homes.items() if home.startswith("shardkit.sharding.")} == set(
-        shardkit.sharding.__all__
+    unlisted = sorted(
+        {name for name, home in homes.items() if home.startswith("shardkit.sharding.")} - set(shardkit.sharding.__all__)
     )
+    assert not unlisted, f"shardkit/sharding/__init__.py's __all__ does not list {', '.join(unlisted)}"
     with pytest.raises(AttributeError, match="no_such_name"):
         shardkit.no_such_name  # noqa: B018
 

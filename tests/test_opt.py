@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from shardkit.passes.manager import is_mlir_pass
 from shardkit.passes.mlir_passes import SUMMARIES
+from shardkit.passes.mlir_pipeline import is_mlir_pass
 from shardkit.tools.opt import OptMain
 
 GOOD = """sdy.mesh @mesh = <["x"=8]>

@@ -14,7 +14,7 @@ from jaxlib.mlir import ir
 
 from shardkit import passes
 from shardkit.dialects import context, ir as irx
-from shardkit.passes import Pass, PassError, PassManager
+from shardkit.passes import IRPrinting, Pass, PassError, PassManager
 
 MODULE = """
 module attributes {mhlo.num_partitions = 8 : i32} {
@@ -393,9 +393,7 @@ def test_instrumentation(registered):
     out, seen = io.StringIO(), []
     pm = PassManager(
         "test-tag,cse",
-        print_ir_before_all=True,
-        print_ir_after=["cse"],
-        stream=out,
+        ir_printing=IRPrinting(before_all=True, after=["cse"], stream=out),
         callback=lambda phase, p, m: seen.append((phase, p.name)),
     )
     module = parse()

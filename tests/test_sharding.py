@@ -358,3 +358,58 @@ def test_abstract_named_sharding_binds_and_converts():
     assert sk.NamedSharding(MESH, P("x")).with_unconstrained_dim(1).spec == P("x", sk.UNCONSTRAINED)
     with pytest.raises(NotImplementedError, match="needs a NamedSharding"):
         sk.SingleDeviceSharding(DEVS[0]).with_unconstrained_dim(0)
+
+
+# -- what the Sharding base gives a kind ------------------------------------------------------------------
+
+
+class Everywhere(sk.Sharding):
+    """A kind as a newcomer writes one: its own logic and its ``_key``; equality, hashing, pickling and the
+    memory kind come from the base."""
+
+    def __init__(self, devices, *, memory_kind=None):
+        self._devices, self._memory_kind = tuple(devices), memory_kind
+
+    @property
+    def device_assignment(self):
+        return self._devices
+
+    def to_hlo(self, ndim):
+        return HloSharding.replicate()
+
+    is_fully_replicated = True
+
+    def __repr__(self):
+        return f"Everywhere({len(self._devices)})"
+
+    def _key(self):
+        return (self._devices, self._memory_kind)
+
+
+def test_a_kind_gets_equality_hashing_and_pickling_from_its_key():
+    s = Everywhere(DEVS)
+    assert s == Everywhere(DEVS) and hash(s) == hash(Everywhere(DEVS)) and s != Everywhere(DEVS[::-1])
+    assert s.memory_kind is None and s.with_memory_kind("device").memory_kind == "device"
+    assert s != s.with_memory_kind("device") and s != sk.GSPMDSharding.get_replicated(DEVS)
+    assert pickle.loads(pickle.dumps(s)) == s and s.shard_shape((8, 2)) == (8, 2)
+    assert s.mesh is None and s.spec is None
+
+
+def test_only_a_mesh_kind_has_a_mesh_and_spec():
+    named = sk.NamedSharding(MESH, P("x"))
+    assert (named.mesh, named.spec) == (MESH, P("x"))
+    for other in [
+        sk.SingleDeviceSharding(DEVS[0]),
+        sk.PmapSharding.default((8, 2)),
+        sk.PositionalSharding(DEVS),
+        sk.GSPMDSharding(DEVS, "{devices=[4,2]<=[8]}"),
+    ]:
+        assert other.mesh is None and other.spec is None
+
+
+def test_equal_gspmd_shardings_hash_alike():
+    """Every replicated form is one placement (``mhlo.equivalent``), so it is one key: equal and one hash; a
+    pickle keeps the form it was given."""
+    maximal, replicated = sk.GSPMDSharding(DEVS[:1], "{maximal device=0}"), sk.GSPMDSharding(DEVS[:1], "{replicated}")
+    assert maximal == replicated and hash(maximal) == hash(replicated)
+    assert repr(pickle.loads(pickle.dumps(maximal))) == repr(maximal)

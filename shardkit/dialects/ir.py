@@ -6,7 +6,8 @@
 - ``MeshTable``: the module's ``sdy.mesh`` symbols, named as jax names them;
 - ``gspmd_constraint``: GSPMD's ``custom_call @Sharding``, built and read in one place;
 - ``walk_shardings`` / ``set_shardings``: the one walk over every value's sharding in either form, after Shardy's
-  ``walkShardings``: function arguments and results, op results, and constraint ops.
+  ``walkShardings``: function arguments and results, op results, and constraint ops; ``transform_shardings``
+  (after Shardy's ``transformShardings``) applies a function to each and writes back what it returns.
 
 jaxlib's walk callbacks must return an ``ir.WalkResult`` and ops must not change during a walk, so every walk
 here collects first and callers edit afterwards.
@@ -292,11 +293,11 @@ def uses_shardy(module: ir.Module) -> bool:
     return SDY_SHARDING in forms or MHLO_SHARDING not in forms
 
 
-def walk_shardings(module: ir.Module | Op) -> list[Site]:
+def walk_shardings(root: ir.Module | Op, *, body: bool = True) -> list[Site]:
     """Every function argument and result (sharded or not), and every op result and constraint that holds a
-    sharding, in program order."""
+    sharding, in program order; with ``body=False``, only ``root``'s own (a function's arguments and results)."""
     sites: list[Site] = []
-    for op in ops(module):
+    for op in ops(root) if body else [root.operation]:
         if op.name == "func.func":
             for kind in ("arg", "res"):
                 for i, (attrs, t) in enumerate(zip(value_attrs(op, kind), value_types(op, kind))):
@@ -323,6 +324,37 @@ def _op_sites(op: ir.Operation) -> list[Site]:
         Site(op, "op", i, r.type, {k: v[i] for k, v in per_value.items() if i < len(v)})
         for i, r in enumerate(op.results)
     ]
+
+
+def transform_shardings(
+    root: ir.Module | Op,
+    transform: Callable[[Site], Mapping[str, ir.Attribute | None] | None],
+    failed: Callable[[Site, ValueError], None] | None = None,
+    *,
+    body: bool = True,
+) -> None:
+    """Applies ``transform`` to every value ``walk_shardings(root, body=body)`` finds and writes back what it
+    returns, after Shardy's ``transformShardings``: the forms to set (an attribute) or remove (None), or None to
+    leave the value as it is. Needs an active context.
+
+    A ValueError from ``transform`` goes to ``failed`` with the value (it propagates when ``failed`` is None) and
+    leaves every sharding of that value's op as it was (a function's arguments and results, an op's results), so
+    a pass reports each value it cannot convert and never writes half an op.
+    """
+    updates: list[tuple[Site, Mapping[str, ir.Attribute | None]]] = []
+    refused: set[ir.Operation] = set()
+    for site in walk_shardings(root, body=body):
+        try:
+            change = transform(site)
+        except ValueError as e:
+            if failed is None:
+                raise
+            failed(site, e)
+            refused.add(site.op)
+            continue
+        if change:
+            updates.append((site, change))
+    set_shardings((site, change) for site, change in updates if site.op not in refused)
 
 
 def set_shardings(updates: Iterable[tuple[Site, Mapping[str, ir.Attribute | None]]]) -> None:

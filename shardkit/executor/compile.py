@@ -15,10 +15,13 @@ import jax.extend.backend
 import numpy as np
 
 from shardkit import _jaxlib
-from shardkit.dialects import ir as irx
+from shardkit.dialects import copy_module, ir as irx
 from shardkit.executor import cache
+from shardkit.executor.targets import device_memory
+from shardkit.inspect import memory, sharding_table
 from shardkit.lowering import LoweredModule
 from shardkit.mesh import check_devices
+from shardkit.passes import run_pipeline
 
 
 def compile_options(
@@ -40,13 +43,27 @@ def compile_options(
     return options
 
 
+def _refused(lowered: LoweredModule, error: Exception) -> memory.MemoryReport:
+    """The memory report of a program XLA refused for want of memory, from Shardy's propagated plan."""
+    module = copy_module(lowered.module)
+    run_pipeline(module, "propagate")
+    return memory.from_plan(
+        sharding_table(module, lowered.mesh),
+        target=lowered.target,
+        num_devices=lowered.num_partitions,
+        capacity=device_memory(lowered),
+        error=memory.summary(error),
+    )
+
+
 def compile_lowered(lowered: LoweredModule) -> Any:
     """The loaded executable of ``lowered`` (in-memory cache per module, then the persistent cache)."""
     devices = lowered.device_assignment
     if devices is None:
         raise ValueError(
             f"{lowered.name} was lowered for an AbstractMesh ({lowered.mesh}) only, so it has no devices to compile "
-            "for. Lower it with concrete shardings or inside `with mesh:` for a mesh of that shape."
+            "for. Compile it for a target (compile(target='cpu') or e.g. 'tpu-v5e:4x4'), or lower it with concrete "
+            "shardings or inside `with mesh:` for a mesh of that shape."
         )
     exe = lowered.executables.get(devices)
     if exe is not None:
@@ -62,16 +79,20 @@ def compile_lowered(lowered: LoweredModule) -> Any:
         in_specified=[s is not None for s in lowered.in_shardings],
         out_specified=[s is not None for s in lowered.out_shardings],
     )
-    device_list = _jaxlib.device_list(devices)
     callbacks = list(lowered.effects.host_callbacks)  # the module names them by index; XLA needs them to run it
-    directory = cache.cache_dir()
+    directory = None if lowered.target else cache.cache_dir()  # the persistent cache holds runnable programs
     key = None
     if directory is not None:
         text = lowered.module.operation.get_asm(binary=True, enable_debug_info=False)
         key = cache.cache_key(text, options, devices)
-        exe = cache.load(directory, key, device_list, options, callbacks)
+        exe = cache.load(directory, key, _jaxlib.device_list(devices), options, callbacks)
     if exe is None:
-        exe = devices[0].client.compile_and_load(lowered.module, device_list, options, host_callbacks=callbacks)
+        try:
+            exe = _jaxlib.compile_for(devices, lowered.module, options, callbacks)
+        except jax.errors.JaxRuntimeError as e:
+            if lowered.target is None or not memory.is_out_of_memory(e):
+                raise
+            raise memory.OutOfMemoryError(_refused(lowered, e)) from None
         if key is not None:
             cache.store(directory, key, exe)
     lowered.executables[devices] = exe

@@ -9,6 +9,7 @@ as the user's own sharding objects wherever those are equivalent.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +27,8 @@ from shardkit.executor.arguments import (
     flatten_call,
     leaf_paths,
 )
-from shardkit.inspect import CommunicationReport, xla_report
+from shardkit.executor.targets import device_memory, device_topology
+from shardkit.inspect import CommunicationReport, MemoryReport, memory_report, xla_report
 from shardkit.lowering import LoweredModule, ShapeDtypeStruct
 from shardkit.mesh import is_local
 from shardkit.sharding import Sharding, from_hlo
@@ -84,6 +86,13 @@ class Compiled:
 
         self._in_flat = chosen(lowered.in_shardings, params, lowered.in_avals)
         self._out_flat = chosen(lowered.out_shardings, outputs, lowered.out_avals)
+        self._last: LastCall | None = None
+        if lowered.target is None:
+            self._prepare_calls(lowered)
+
+    def _prepare_calls(self, lowered: LoweredModule) -> None:
+        """The argument and result handlers a call runs through (a compile-only program has none)."""
+        devices = lowered.device_assignment
         paths = leaf_paths(lowered.in_tree)
         self._handlers = tuple(ArgumentHandler(p, a, s) for p, a, s in zip(paths, lowered.in_avals, self._in_flat))
         self._results = [
@@ -97,7 +106,6 @@ class Compiled:
         self._donated = tuple(i for i, d in enumerate(lowered.donated) if d)
         self._effects = lowered.effects if lowered.effects.any else None
         self._local_devices = [d for d in devices if is_local(d)]
-        self._last: LastCall | None = None
 
     def _execute_with_effects(self, arguments: list[Any]) -> list[Any]:
         """Runs a program with side effects as jax runs its own: each ordered effect's current token goes in
@@ -140,19 +148,47 @@ class Compiled:
         except Exception:  # backends without memory stats raise jaxlib errors
             return None
 
+    def memory(self) -> MemoryReport:
+        """Bytes per device (arguments, outputs, temporaries, peak) against the target's memory, and the largest
+        buffers with their op and Python line (print it, ``to_json()``)."""
+        lowered = self._lowered
+        return memory_report(
+            self._executable,
+            target=lowered.target,
+            num_devices=lowered.num_partitions,
+            capacity=device_memory(lowered),
+        )
+
     def communication(self) -> CommunicationReport:
         """Every collective of the partitioned program, its bytes, mesh axes, loops and source lines
-        (print it, ``to_json()``, ``save_image(path)``)."""
-        return xla_report(self._executable.hlo_modules()[0], self._lowered.device_assignment, self._lowered.mesh)
+        (print it, ``to_json()``, ``save_image(path)``); ``time(hardware)`` models it, on a TPU target's own
+        chip layout and with XLA's cost analysis."""
+        lowered = self._lowered
+        report = xla_report(self._executable.hlo_modules()[0], lowered.device_assignment, lowered.mesh, lowered.module)
+        return dataclasses.replace(report, topology=device_topology(lowered), cost=self.cost_analysis())
 
     @property
     def executable(self) -> Any:
-        """jaxlib's LoadedExecutable."""
+        """jaxlib's LoadedExecutable (an ``Executable``, not loaded, for a compile-only target)."""
         return self._executable
+
+    @property
+    def target(self) -> str | None:
+        """The compile-only target compiled for (``tpu-v5e:16x16``, ``cpu:256``), or None for this process's
+        devices."""
+        return self._lowered.target
 
     # -- calling -----------------------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._lowered.target is not None:
+            have = jax.devices()
+            raise ValueError(
+                f"Compiled {self._lowered.name} was compiled for target {self._lowered.target}, whose "
+                f"{self._lowered.num_partitions} devices this process does not have (it has {len(have)} "
+                f"{have[0].platform} devices): it can be inspected (as_text, communication, memory, "
+                "cost_analysis), not called."
+            )
         last = self._last
         if last is not None:
             out = last.run(args, kwargs)

@@ -25,12 +25,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from shardkit.inspect import locations
 from shardkit.inspect.hlo import ArrayShape
-from shardkit.inspect.units import KINDS, human_bytes
+from shardkit.inspect.units import KINDS, aligned, human_bytes
+
+if TYPE_CHECKING:
+    from shardkit.inspect.hardware import Hardware, Topology
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +143,10 @@ class CommunicationReport:
         num_devices: devices the program runs on.
         collectives: one entry per collective op, in the order the program issues them.
         device_ids: the mesh's device ids in mesh (row-major) order; empty without a concrete mesh.
+        program: ``(StableHLO module, mesh, devices)`` the report was made from, which ``explain()`` reads;
+            None for a report made from XLA's program alone.
+        topology: where the devices sit (chip coordinates, slices, nodes), for ``time()``; None when unknown.
+        cost: XLA's cost analysis of the program (``'flops'``, ``'bytes accessed'``), for ``time()``.
 
     Examples:
         XLA sums an array split over both axes in two steps; Shardy plans one all-reduce over both:
@@ -158,6 +165,28 @@ class CommunicationReport:
     num_devices: int
     collectives: tuple[Collective, ...]
     device_ids: tuple[int, ...] = ()
+    program: Any = dataclasses.field(default=None, repr=False, compare=False)
+    topology: Topology | None = dataclasses.field(default=None, repr=False, compare=False)
+    cost: Mapping[str, float] | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def explain(self) -> Any:
+        """Why each collective is there: the value, the two shardings that meet, the reason and where each
+        sharding came from: an ``Explanation`` (``shardkit.inspect.explain``, which installs itself as
+        ``EXPLAIN`` when the package loads: it reads Shardy's plan, so it sits above this module)."""
+        return EXPLAIN(self)
+
+    def time(
+        self,
+        hardware: str | Hardware,
+        topology: Topology | None = None,
+        cost: Mapping[str, float] | None = None,
+    ) -> Any:
+        """Modelled time of each collective and of the step on ``hardware`` (``'tpu-v5e'``, ``'h100'``, ...;
+        ``shardkit.inspect.timing``): a ``timing.StepTime``; ``topology`` and ``cost`` default to the report's
+        own."""
+        from shardkit.inspect import timing
+
+        return timing.estimate(self, hardware, topology, cost)
 
     def _totals(self, key: Callable[[Collective], str]) -> dict[str, Totals]:
         out: dict[str, Totals] = {}
@@ -212,6 +241,7 @@ class CommunicationReport:
 # -- text ---------------------------------------------------------------------------------------------------
 
 _TITLES = {"xla": "XLA's partitioned program", "shardy": "Shardy's plan (before XLA)"}
+EXPLAIN: Callable[[CommunicationReport], Any] | None = None  # set by shardkit.inspect.explain on import
 
 
 def _runs(c: Collective) -> str:
@@ -226,12 +256,6 @@ def _clip(text: str, width: int = 60) -> str:
 
 def _shapes(arrays: Iterable[ArrayShape]) -> str:
     return ", ".join(map(str, arrays))
-
-
-def aligned(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
-    """Rows padded into left-aligned columns under ``header``."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return [indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header, *rows]]
 
 
 def format_report(report: CommunicationReport) -> str:

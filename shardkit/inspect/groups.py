@@ -64,6 +64,8 @@ def mesh_axis_groups(
     dims, piece_of = [], {}
     for axis, full in enumerate(sizes):
         bounds = sorted(cuts.get(axis, {1, full}), reverse=True)  # pre-sizes, major piece first
+        if full == 1:  # an axis of size 1 (XLA's TPU meshes have them) is one piece of size 1
+            bounds = [1, 1]
         for hi, lo in itertools.pairwise(bounds):
             piece_of[(axis, lo, hi // lo)] = len(dims)
             dims.append(hi // lo)

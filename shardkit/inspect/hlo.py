@@ -24,40 +24,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from shardkit.dialects import dtypes
 from shardkit.inspect.groups import mesh_axis_groups
 
-# Bytes per element of each HLO primitive type (sub-byte types count as packed).
-_ELEMENT_BYTES = {
-    "pred": 1,
-    "s2": 0.25,
-    "u2": 0.25,
-    "s4": 0.5,
-    "u4": 0.5,
-    "s8": 1,
-    "u8": 1,
-    "s16": 2,
-    "u16": 2,
-    "s32": 4,
-    "u32": 4,
-    "s64": 8,
-    "u64": 8,
-    "f16": 2,
-    "bf16": 2,
-    "f32": 4,
-    "f64": 8,
-    "c64": 8,
-    "c128": 16,
-    "f4e2m1fn": 0.5,
-    "f8e3m4": 1,
-    "f8e4m3": 1,
-    "f8e4m3fn": 1,
-    "f8e4m3b11fnuz": 1,
-    "f8e4m3fnuz": 1,
-    "f8e5m2": 1,
-    "f8e5m2fnuz": 1,
-    "f8e8m0fnu": 1,
-    "token": 0,
-}
+# Bytes per element of each HLO primitive type (sub-byte types count as packed); a token holds no data.
+_ELEMENT_BYTES = {t.hlo: t.bits / 8 for t in dtypes.ELEMENT_TYPES} | {"token": 0}
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _OPEN, _CLOSE = "{[(", "}])"
 

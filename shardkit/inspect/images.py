@@ -15,7 +15,7 @@ import numpy as np
 
 from shardkit.inspect.units import KINDS, human_bytes
 from shardkit.inspect.visualize import PALETTE, tile_grid
-from shardkit.sharding import NamedSharding, Sharding
+from shardkit.sharding import Sharding
 
 _FORMATS = {".png": "png", ".svg": "svg"}
 
@@ -75,7 +75,7 @@ def sharding_image(
     axes.set_xlim(0, 1)
     axes.set_ylim(1, 0)
     axes.set_axis_off()
-    spec = f" {sharding.spec}" if isinstance(sharding, NamedSharding) else ""
+    spec = "" if sharding.spec is None else f" {sharding.spec}"
     axes.set_title(title or f"{type(sharding).__name__}{spec} over an array of shape {tuple(shape)}", fontsize=9)
     _save(figure, path)
 

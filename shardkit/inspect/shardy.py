@@ -15,6 +15,7 @@ converted first with ``import-gspmd``, whose meshes are derived from each HLO sh
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 
-from shardkit.dialects import copy_module, ir as irx, sdy as sdy_forms
+from shardkit.dialects import copy_module, dtypes, ir as irx, sdy as sdy_forms
 from shardkit.inspect import groups as groups_, locations
 from shardkit.inspect.communication import Collective, CommunicationReport
 from shardkit.inspect.hlo import ArrayShape
@@ -55,15 +56,6 @@ _AXES_ATTR = {
 }
 _REF = re.compile(r'"((?:[^"\\]|\\.)*)"(?::\((\d+)\)(\d+))?')
 _PARAM = re.compile(r"\{([^{}]*)\}:\s*(\d+)->(\d+)")
-_DTYPES = {
-    "i1": "pred",
-    "bf16": "bf16",
-    "f16": "f16",
-    "f32": "f32",
-    "f64": "f64",
-    "complex<f32>": "c64",
-    "complex<f64>": "c128",
-}
 
 Ref = tuple[str, tuple[int, int] | None]
 
@@ -84,13 +76,21 @@ def report(module: ir.Module, mesh: Any = None, devices: Sequence[Any] | None = 
             "the module is in the GSPMD form (mhlo.sharding): Shardy has no plan for it. The compiled "
             "report shows what XLA's GSPMD partitioner does, or run 'import-gspmd' first."
         )
-    module = copy_module(module)
-    run_pipeline(module, PIPELINE)
+    planned = copy_module(module)
+    run_pipeline(planned, PIPELINE)
+    report, _ = read(planned, mesh, devices)
+    return dataclasses.replace(report, program=(module, mesh, devices))
+
+
+def read(
+    module: ir.Module, mesh: Any = None, devices: Sequence[Any] | None = None
+) -> tuple[CommunicationReport, list[ir.Operation]]:
+    """The collectives ``module`` holds (after the plan's passes), in program order, with the op each came from."""
     reader = _Reader(module, mesh, devices)
     main = ir.SymbolTable(module.operation)["main"]
     reader.walk(main.operation, ())
     ids = tuple(d.id for d in mesh.devices.flat) if isinstance(mesh, Mesh) else ()
-    return CommunicationReport("shardy", reader.axes, reader.num_devices, tuple(reader.found), ids)
+    return CommunicationReport("shardy", reader.axes, reader.num_devices, tuple(reader.found), ids), reader.ops
 
 
 def _refs(text: str) -> list[Ref]:
@@ -108,7 +108,8 @@ def _dim_refs(attr: ir.Attribute) -> list[list[Ref]]:
 def _array(type_: ir.Type) -> ArrayShape:
     t = ir.RankedTensorType(type_)
     element = str(t.element_type)
-    dtype = _DTYPES.get(element) or re.sub(r"^ui(\d+)$", r"u\1", re.sub(r"^i(\d+)$", r"s\1", element)).lower()
+    known = dtypes.BY_MLIR.get(element)  # XLA's name, as the compiled report writes it
+    dtype = element if known is None else known.hlo
     return ArrayShape(dtype, tuple(t.shape))
 
 
@@ -134,6 +135,7 @@ class _Reader:
         else:
             self.positions = None
         self.found: list[Collective] = []
+        self.ops: list[ir.Operation] = []
 
     def walk(self, op: ir.Operation, loops: tuple[int | None, ...]) -> None:
         inner = loops + (None,) if op.name == "stablehlo.while" else loops
@@ -143,8 +145,10 @@ class _Reader:
                     name = child.operation.name
                     if name in _SDY:
                         self.found.append(self.sdy(child.operation, loops=inner))
+                        self.ops.append(child.operation)
                     elif name in _STABLEHLO:
                         self.found.append(self.stablehlo(child.operation, loops=inner))
+                        self.ops.append(child.operation)
                     elif name == "func.call":
                         callee = ir.FlatSymbolRefAttr(child.operation.attributes["callee"]).value
                         self.walk(self.symbols[callee].operation, inner)
@@ -211,7 +215,7 @@ class _Reader:
         """A collective-permute: each device receives the tile it holds in the result sharding from a device
         that holds that tile in the operand's (holders paired in partition order)."""
         arrays = (_local(op.results[0].type, out, mesh),)
-        before = _sharding_of(op.operands[0])
+        before = sharding_of(op.operands[0])
         axes, moving = None, True
         if before is not None:
             senders, receivers = _tiles(before, self._mesh(before)), _tiles(out, mesh)
@@ -300,9 +304,9 @@ def _tiles(sharding: sdy_forms.SdyTensorSharding, mesh: sdy_forms.SdyMesh) -> np
     return out
 
 
-def _sharding_of(value: ir.Value) -> sdy_forms.SdyTensorSharding | None:
-    """The sharding Shardy gives a value: its defining op's ``out_sharding`` or ``sdy.sharding``, or its
-    function argument's ``sdy.sharding``; None for anything else."""
+def sharding_of(value: ir.Value) -> sdy_forms.SdyTensorSharding | None:
+    """The sharding Shardy gives a value: its defining op's ``out_sharding``, ``sharding`` (a constraint or
+    reshard) or ``sdy.sharding``, or its function argument's ``sdy.sharding``; None for anything else."""
     owner = value.owner
     if isinstance(owner, ir.Block):
         parent = owner.owner
@@ -311,8 +315,9 @@ def _sharding_of(value: ir.Value) -> sdy_forms.SdyTensorSharding | None:
         attrs = irx.value_attrs(parent, "arg")[ir.BlockArgument(value).arg_number]
         return sdy_forms.SdyTensorSharding.from_attr(attrs[irx.SDY_SHARDING]) if irx.SDY_SHARDING in attrs else None
     attrs = owner.attributes
-    if "out_sharding" in attrs:
-        return sdy_forms.SdyTensorSharding.from_attr(attrs["out_sharding"])
+    for key in ("out_sharding", "sharding"):
+        if key in attrs:
+            return sdy_forms.SdyTensorSharding.from_attr(attrs[key])
     if irx.SDY_SHARDING in attrs:
         from jaxlib.mlir.dialects import sdy
 

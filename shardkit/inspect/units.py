@@ -1,4 +1,5 @@
-"""What every report says the same way: the collective kinds, in the order reports list them, and byte counts."""
+"""What every report says the same way: the collective kinds, in the order reports list them, byte counts, and
+aligned columns."""
 
 from __future__ import annotations
 
@@ -16,3 +17,9 @@ def human_bytes(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n} B"
+
+
+def aligned(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+    """Rows padded into left-aligned columns under ``header``."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return [indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header, *rows]]

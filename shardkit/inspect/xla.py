@@ -38,13 +38,14 @@ _HAS_GLOBAL_IDS = {"all-reduce", "all-gather", "reduce-scatter"}
 _CALLERS = {_Op.kWhile, _Op.kCall, _Op.kConditional, _Op.kAsyncStart, _Op.kFusion, _Op.kCustomCall}
 
 
-def report(module: Any, devices: Sequence[Any], mesh: Any = None) -> CommunicationReport:
+def report(module: Any, devices: Sequence[Any], mesh: Any = None, source: Any = None) -> CommunicationReport:
     """Every collective of a partitioned ``HloModule`` (``executable.hlo_modules()[0]``).
 
     Args:
         module: jaxlib's HloModule after SPMD partitioning.
         devices: the device assignment, in partition order (partition ``p`` runs on ``devices[p]``).
         mesh: a shardkit ``Mesh`` over those devices to name the groups by; None reports device groups only.
+        source: the sharded StableHLO module XLA compiled, for ``explain()``; None when not at hand.
     """
     text = module.to_string()
     entry = re.search(r"^ENTRY %?([^\s(]+)", text, re.MULTILINE)
@@ -54,7 +55,8 @@ def report(module: Any, devices: Sequence[Any], mesh: Any = None) -> Communicati
     reader.walk(entry.group(1), ())
     axes = None if mesh is None else tuple((str(n), int(s)) for n, s in mesh.shape_tuple)
     ids = () if mesh is None else tuple(d.id for d in mesh.devices.flat)
-    return CommunicationReport("xla", axes, len(devices), tuple(reader.found), ids)
+    program = None if source is None else (source, mesh, devices)
+    return CommunicationReport("xla", axes, len(devices), tuple(reader.found), ids, program)
 
 
 class _Reader:

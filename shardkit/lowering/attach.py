@@ -164,30 +164,33 @@ def attach(
     sharding.
     """
     table = irx.MeshTable(module)
+    given = {("arg", num_tokens + i): v for i, v in enumerate(zip(in_shardings, in_avals))}
+    given |= {("res", num_tokens + i): v for i, v in enumerate(zip(out_shardings, out_avals))}
+    built: dict[tuple[Sharding, int], dict[str, ir.Attribute]] = {}
+
+    def sharded(site: irx.Site) -> dict[str, ir.Attribute] | None:
+        sharding, aval = given.get((site.kind, site.index), (None, None))
+        if sharding is None:
+            return None
+        key = (sharding, aval.ndim)
+        if key not in built:
+            name, attr = _sharding_attr(sharding, aval.ndim, partitioner, table)
+            built[key] = {name: attr}
+        return built[key]
+
     with module.context, ir.Location.unknown():
         main = ir.SymbolTable(module.operation)["main"]
-        all_args, all_res = irx.value_attrs(main, "arg"), irx.value_attrs(main, "res")
-        arg_attrs, res_attrs = all_args[num_tokens:], all_res[num_tokens:]
-        built: dict[tuple[Sharding, int], tuple[str, ir.Attribute]] = {}
-        for attrs, sharding, aval in [
-            *zip(arg_attrs, in_shardings, in_avals),
-            *zip(res_attrs, out_shardings, out_avals),
-        ]:
-            if sharding is not None:
-                key = (sharding, aval.ndim)
-                if key not in built:
-                    built[key] = _sharding_attr(sharding, aval.ndim, partitioner, table)
-                name, attr = built[key]
-                attrs[name] = attr
+        irx.transform_shardings(main, sharded, body=False)
         aliases, donors = donation(donated, in_avals, out_avals, in_shardings, out_shardings, num_partitions)
         i32 = ir.IntegerType.get_signless(32)
-        for attrs, alias, donor in zip(arg_attrs, aliases, donors):
-            if alias is not None:
-                attrs["tf.aliasing_output"] = ir.IntegerAttr.get(i32, num_tokens + alias)
-            if donor:
-                attrs["jax.buffer_donor"] = ir.BoolAttr.get(True)
-        irx.set_value_attrs(main, "arg", all_args[:num_tokens] + arg_attrs)
-        irx.set_value_attrs(main, "res", all_res[:num_tokens] + res_attrs)
+        if any(a is not None for a in aliases) or any(donors):
+            arg_attrs = irx.value_attrs(main, "arg")
+            for attrs, alias, donor in zip(arg_attrs[num_tokens:], aliases, donors):
+                if alias is not None:
+                    attrs["tf.aliasing_output"] = ir.IntegerAttr.get(i32, num_tokens + alias)
+                if donor:
+                    attrs["jax.buffer_donor"] = ir.BoolAttr.get(True)
+            irx.set_value_attrs(main, "arg", arg_attrs)
         for op in _placeholders(module):
             _rewrite_constraint(op, partitioner, table)
         table.emit()

@@ -20,7 +20,6 @@ into ``@main`` so a loaded program takes the same arguments as the exported func
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import warnings
 from collections.abc import Sequence
@@ -28,14 +27,13 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.extend
-import numpy as np
 from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
-from shardkit.dialects import context, copy_module, diagnostics, hlo_text, ir as irx, mhlo
+from shardkit.dialects import context, copy_module, diagnostics, dtypes, hlo_text, ir as irx, mhlo
 from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding, symbol_ref
 from shardkit.lowering.lower import LoweredModule
 from shardkit.lowering.types import ShapeDtypeStruct
@@ -203,20 +201,6 @@ def _stem(where: str) -> str:
 # -- types --------------------------------------------------------------------------------------------------
 
 
-@functools.cache
-def _dtypes() -> dict[str, np.dtype]:
-    """MLIR element type text -> numpy dtype, for every dtype jax has (jax's own mapping, read backwards)."""
-    names = ["bool", "complex64", "complex128", "bfloat16", "float16", "float32", "float64"]
-    names += [f"{s}int{b}" for s in ("", "u") for b in (2, 4, 8, 16, 32, 64)]
-    names += [n for n in dir(jax.numpy) if n.startswith(("float8_", "float4_"))]
-    out = {}
-    with context():
-        for name in names:
-            dtype = np.dtype(getattr(jax.numpy, name))
-            out[str(jax_mlir.dtype_to_ir_type(dtype))] = dtype
-    return out
-
-
 def _aval(type_: ir.Type, what: str) -> ShapeDtypeStruct:
     if not isinstance(type_, ir.RankedTensorType):
         raise LoadError(f"{what} has type {type_}; shardkit loads programs whose arguments and results are tensors.")
@@ -224,10 +208,10 @@ def _aval(type_: ir.Type, what: str) -> ShapeDtypeStruct:
         raise LoadError(
             f"{what} has the dynamic type {type_}: shape-polymorphic programs need their shapes refined first."
         )
-    dtype = _dtypes().get(str(type_.element_type))
-    if dtype is None:
+    element = dtypes.BY_MLIR.get(str(type_.element_type))
+    if element is None:
         raise LoadError(f"{what} has element type {type_.element_type}, which has no numpy dtype.")
-    return ShapeDtypeStruct(tuple(type_.shape), dtype)
+    return ShapeDtypeStruct(tuple(type_.shape), element.dtype)
 
 
 def _at(where: str, op: ir.Operation) -> str:
@@ -331,11 +315,15 @@ def _bind(
             raise ValueError(f"{name} runs on {n} partitions, but devices holds {len(devices)} distinct devices.")
     else:
         available = jax.devices()
-        if n > len(available):
-            shapes = ", ".join(f"{symbol_ref(s)} {m.body}" for s, m in meshes.items() if m.axes) or f"{n} partitions"
-            raise ValueError(f"{name} needs {n} devices ({shapes}), but only {len(available)} devices exist.")
-        devices = tuple(available[:n])
+        devices = tuple(available[:n]) if n <= len(available) else _jaxlib.virtual_cpu_devices(n)
     return devices, _bind_meshes(meshes, devices), None
+
+
+def virtual_target(devices: Sequence[Device]) -> str | None:
+    """``cpu:N`` where ``devices`` are the virtual CPU devices a program needing more devices than this process
+    has is bound to (it compiles for them; it cannot run), else None."""
+    n = len(devices)
+    return f"cpu:{n}" if n > len(jax.devices()) and tuple(devices) == _jaxlib.virtual_cpu_devices(n) else None
 
 
 def _bind_meshes(meshes: dict[str, SdyMesh], devices: tuple[Device, ...]) -> dict[str, Mesh]:
@@ -545,6 +533,7 @@ def load(
         num_partitions=n,
         device_assignment=assignment,
         mesh=user_mesh or _first_mesh(in_shardings + out_shardings) or next(iter(bound.values()), None),
+        target=virtual_target(assignment),
     )
 
 
@@ -553,7 +542,7 @@ def _gspmd_form(main: ir.OpView) -> bool:
 
 
 def _first_mesh(shardings: Sequence[Sharding | None]) -> Mesh | AbstractMesh | None:
-    return next((s.mesh for s in shardings if isinstance(s, NamedSharding)), None)
+    return next((s.mesh for s in shardings if s is not None and s.mesh is not None), None)
 
 
 def replace_module(lowered: LoweredModule, module: ir.Module | str) -> LoweredModule:
@@ -581,22 +570,30 @@ def replace_module(lowered: LoweredModule, module: ir.Module | str) -> LoweredMo
                     f"{label} {i} of the new @main is {t}, but {name} has {label} {i} of shape {aval.shape} and "
                     f"dtype {aval.dtype.name}."
                 )
-    devices = lowered.device_assignment
-    if devices is None:
+    if lowered.device_assignment is None:
         raise ValueError(f"{name} was lowered for an AbstractMesh only; lower it for devices before editing it.")
+    mesh = lowered.mesh if isinstance(lowered.mesh, Mesh) else None
+    return rebind(dataclasses.replace(lowered, module=module), lowered.device_assignment, mesh, lowered.target)
+
+
+def rebind(lowered: LoweredModule, devices: tuple[Device, ...], mesh: Mesh | None, target: str | None) -> LoweredModule:
+    """``lowered`` on other devices (in partition order), its shardings and donation read again from its module:
+    each mesh of the module binds to ``devices``, a mesh of ``mesh``'s shape to ``mesh`` itself."""
+    module = lowered.module
     meshes = irx.meshes(module)
     bound = _bind_meshes(meshes, devices)
-    mesh = lowered.mesh if isinstance(lowered.mesh, Mesh) else None
     if mesh is not None:
         bound.update({s: mesh for s, m in meshes.items() if m.axes == mesh.shape_tuple and m.device_ids is None})
     binding = _Binding(meshes, devices, bound, mesh)
-    _, _, in_shardings, out_shardings, donated = _read(module, name, binding, main)
+    _, _, in_shardings, out_shardings, donated = _read(module, lowered.name, binding, _entry(module, None, "@main"))
     return dataclasses.replace(
         lowered,
-        module=module,
         in_shardings=in_shardings,
         out_shardings=out_shardings,
         donated=donated,
+        device_assignment=devices,
+        mesh=mesh or _first_mesh(in_shardings + out_shardings) or next(iter(bound.values()), None),
+        target=target,
         executables={},
     )
 
@@ -626,11 +623,11 @@ def to_exported(lowered: LoweredModule) -> jax.export.Exported:
     def named(shardings: Sequence[Sharding | None], avals: Sequence[ShapeDtypeStruct], label: str) -> tuple:
         out = []
         for i, (s, aval) in enumerate(zip(shardings, avals)):
-            if s is not None and not isinstance(s, NamedSharding):
+            if s is not None and s.spec is None:
                 s = from_hlo(s.to_hlo(aval.ndim), s.device_assignment, lowered.mesh, aval.ndim)
-                if not isinstance(s, NamedSharding) and s.is_fully_replicated:
+                if s.spec is None and s.is_fully_replicated:
                     s = NamedSharding(lowered.mesh or AbstractMesh((), ()), PartitionSpec())
-                if not isinstance(s, NamedSharding):
+                if s.spec is None:
                     raise ValueError(
                         f"{label} {i} of {lowered.name} is sharded as {s}, which is no PartitionSpec over the "
                         "program's mesh; a jax.export artifact holds only NamedShardings."

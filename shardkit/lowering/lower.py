@@ -31,7 +31,7 @@ from shardkit.lowering.options import JitOptions, per_leaf, resolve
 from shardkit.lowering.trace import NO_EFFECTS, Effects, trace
 from shardkit.lowering.types import PY_SCALARS, ShapeDtypeStruct, physical, physical_shardings
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh, lookup_devices
-from shardkit.sharding import GSPMDSharding, NamedSharding, Sharding, as_sharding, from_jax
+from shardkit.sharding import GSPMDSharding, Sharding, as_sharding, from_jax
 
 Device = Any
 
@@ -42,7 +42,8 @@ class LoweredModule:
 
     ``module`` is shared with the lowering cache: copy it before editing. ``in_shardings``/``out_shardings``
     are flat, one per leaf; None means the compiler chooses. ``device_assignment`` is the devices in
-    partition order, or None when only abstract meshes were given (bind devices before compiling). Avals and
+    partition order, or None when only abstract meshes were given (bind devices before compiling); with a
+    ``target`` they are compile-only devices (a TPU topology's, or more virtual CPUs than jax has). Avals and
     shardings are what XLA holds (``types.physical``): a typed PRNG key array's are its key data's, and
     ``out_keys`` holds each such output's key dtype (None for the others) to wrap the data back into keys.
     """
@@ -63,6 +64,7 @@ class LoweredModule:
     effects: Effects = NO_EFFECTS  # ordered effects' tokens lead main's arguments and results
     executables: dict = dataclasses.field(default_factory=dict)  # device assignment -> executable, per module
     out_keys: tuple[Any, ...] = ()  # per output, its key dtype where it is a typed PRNG key array; () if none is
+    target: str | None = None  # the compile-only target its devices are ("tpu-v5e:16x16", "cpu:16"), if any
 
     def with_module(self, module: ir.Module) -> LoweredModule:
         """The same program with its module replaced (e.g. after passes); its executables start empty."""
@@ -311,7 +313,7 @@ class Lowering:
         out_shardings = tuple(_bind(s, devices) for s in entry.out_shardings)
         # the mesh results are named on, as jax names them: an argument's or result's, the one in scope, or the
         # module's own (a sharding constraint's)
-        mesh = next((s.mesh for s in in_shardings + out_shardings if isinstance(s, NamedSharding)), None)
+        mesh = next((s.mesh for s in in_shardings + out_shardings if s is not None and s.mesh is not None), None)
         if mesh is None and not current_mesh().empty:
             mesh = current_mesh()
         from_body = all(s is None for s in chosen + list(entry.out_shardings))  # not a mesh derived from one

@@ -1,5 +1,5 @@
 """Compiler passes over shardkit's StableHLO modules: the Pass class, the registry and plugins, pipeline
-text, the PassManager, and the built-in passes (``shardkit-opt --help`` lists them).
+text, jaxlib's MLIR passes, the PassManager, and the built-in passes (``shardkit-opt --help`` lists them).
 
 The contract for the rest of shardkit: ``run_pipeline(module, "propagate,export-gspmd")`` transforms an
 ``ir.Module`` in place, and a failure raises ``PassError`` (a ValueError) naming the pass.
@@ -8,7 +8,8 @@ The contract for the rest of shardkit: ``run_pipeline(module, "propagate,export-
 from shardkit.dialects.diagnostics import Diagnostic
 from shardkit.passes.base import Pass
 from shardkit.passes.diagnostics import PassError
-from shardkit.passes.manager import MlirPass, PassManager, resolve, run_pipeline
+from shardkit.passes.manager import IRPrinting, PassManager, resolve, run_pipeline
+from shardkit.passes.mlir_pipeline import MlirPass
 from shardkit.passes.pipeline import PassSpec, PipelineSyntaxError, parse_pipeline, print_pipeline
 from shardkit.passes.registry import (
     PluginError,
@@ -23,6 +24,7 @@ from shardkit.passes.registry import (
 
 __all__ = [
     "Diagnostic",
+    "IRPrinting",
     "MlirPass",
     "Pass",
     "PassError",

@@ -15,6 +15,7 @@ Other sdy ops (manual computations, sharding groups, ...) have no GSPMD form her
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from jaxlib.mlir import ir
 
@@ -38,7 +39,8 @@ class ExportGSPMD(Pass):
         # Most values share a few shardings; attributes hash by value, so each is converted once.
         converted: dict[ir.Attribute, HloSharding | str] = {}
 
-        def convert(where: ir.Operation, what: str, attr: ir.Attribute) -> HloSharding | None:
+        def convert(attr: ir.Attribute) -> HloSharding:
+            """The HLO sharding of an ``#sdy.sharding``; ValueError saying why it has none."""
             if attr not in converted:
                 tensor = forms.SdyTensorSharding.from_attr(attr)
                 mesh = meshes.resolve(tensor.mesh)
@@ -50,36 +52,34 @@ class ExportGSPMD(Pass):
                     converted[attr] = f"cannot export {tensor} to GSPMD: {diagnostics.clause(e)}"
             found = converted[attr]
             if isinstance(found, str):
-                self.emit_error(where, f"{what} - {found}")
-                return None
+                raise ValueError(found)
             return found
 
+        def export(site: irx.Site) -> dict[str, ir.Attribute | None] | None:
+            if site.kind == "constraint" or irx.SDY_SHARDING not in site.shardings:
+                return None
+            if irx.MHLO_SHARDING in site.shardings:
+                self.emit_error(site.op, f"{site.label} - has both sdy.sharding and mhlo.sharding")
+            return {irx.SDY_SHARDING: None, irx.MHLO_SHARDING: mhlo.build(convert(site.shardings[irx.SDY_SHARDING]))}
+
         with module.context:
-            updates, failed = [], set()
-            for site in irx.walk_shardings(module):
-                if site.kind == "constraint" or irx.SDY_SHARDING not in site.shardings:
-                    continue
-                if irx.MHLO_SHARDING in site.shardings:
-                    self.emit_error(site.op, f"{site.label} - has both sdy.sharding and mhlo.sharding")
-                hlo = convert(site.op, site.label, site.shardings[irx.SDY_SHARDING])
-                if hlo is None:
-                    failed.add(site.op)
-                updates.append(
-                    (site, {irx.SDY_SHARDING: None, irx.MHLO_SHARDING: None if hlo is None else mhlo.build(hlo)})
-                )
-            irx.set_shardings((site, change) for site, change in updates if site.op not in failed)
+            irx.transform_shardings(module, export, lambda site, e: self.emit_error(site.op, f"{site.label} - {e}"))
             for op in irx.ops(module):
                 self._export_op(op, convert)
             for op in list(irx.mesh_ops(module)):
                 irx.erase(op)
 
-    def _export_op(self, op: ir.Operation, convert) -> None:
+    def _export_op(self, op: ir.Operation, convert: Callable[[ir.Attribute], HloSharding]) -> None:
         name = op.name
         if name in irx.CONSTRAINT_OPS:
             tensor = forms.SdyTensorSharding.from_attr(op.attributes["sharding"])
-            hlo = convert(op, "result 0", op.attributes["sharding"])
+            try:
+                hlo = mhlo.build(convert(op.attributes["sharding"]))
+            except ValueError as e:
+                self.emit_error(op, f"result 0 - {e}")
+                hlo = None
             with ir.InsertionPoint(op), op.location:
-                call = irx.gspmd_constraint(op.operands[0], None if hlo is None else mhlo.build(hlo), tensor.open_dims)
+                call = irx.gspmd_constraint(op.operands[0], hlo, tensor.open_dims)
             irx.replace(op, call.results)
         elif name == "sdy.constant":
             irx.constant_to_stablehlo(op)

@@ -27,42 +27,36 @@ class ImportGSPMD(Pass):
     def apply(self, module: ir.Module) -> None:
         table = irx.MeshTable(module)
 
-        def convert(site: irx.Site, open_dims: frozenset[int] = frozenset()) -> forms.SdyTensorSharding | None:
+        def convert(site: irx.Site, open_dims: frozenset[int] = frozenset()) -> forms.SdyTensorSharding:
+            """The Shardy form of the value's ``mhlo.sharding``; ValueError saying why it has none."""
             text = site.shardings[irx.MHLO_SHARDING]
             try:
                 mesh, tensor = forms.hlo_to_sdy(mhlo.read(text), irx.rank(site.type))
             except (ValueError, RuntimeError) as e:  # xla raises RuntimeError for unparsable strings
                 shown = ir.StringAttr(text).value if isinstance(text, ir.StringAttr) else text
-                self.emit_error(site.op, f"{site.label} - cannot import mhlo.sharding {shown}: {diagnostics.clause(e)}")
-                return None
+                raise ValueError(f"cannot import mhlo.sharding {shown}: {diagnostics.clause(e)}") from None
             dims = tuple(dataclasses.replace(d, is_open=i in open_dims) for i, d in enumerate(tensor.dims))
             return dataclasses.replace(tensor, mesh=table.name(mesh), dims=dims)
 
+        def to_sdy(site: irx.Site) -> dict[str, ir.Attribute | None] | None:
+            if irx.MHLO_SHARDING not in site.shardings:
+                return None
+            target = irx.call_target(site.op)
+            if mhlo.unspecified(site.shardings[irx.MHLO_SHARDING]):  # the empty string: no sharding
+                return None if target == "Sharding" else {irx.MHLO_SHARDING: None}
+            if target == "Sharding":  # the constraint op replaces the call; nothing is left to write
+                tensor = convert(site, irx.gspmd_open_dims(site.op))
+                with ir.InsertionPoint(site.op), site.op.location:
+                    constraint = sdy.ShardingConstraintOp(site.op.operands[0], tensor.build())
+                irx.replace(site.op, constraint.results)
+                return None
+            if target.startswith("SPMD"):
+                self.emit_error(
+                    site.op, f"{forms.symbol_ref(target)} (manual sharding) has no Shardy form in import-gspmd"
+                )
+                return None
+            return {irx.MHLO_SHARDING: None, irx.SDY_SHARDING: convert(site).build()}
+
         with module.context:
-            updates, failed = [], set()
-            for site in irx.walk_shardings(module):
-                target = irx.call_target(site.op)
-                if irx.MHLO_SHARDING not in site.shardings:
-                    continue
-                if mhlo.unspecified(site.shardings[irx.MHLO_SHARDING]):  # the empty string: no sharding
-                    if target != "Sharding":
-                        updates.append((site, {irx.MHLO_SHARDING: None}))
-                    continue
-                if target == "Sharding":
-                    tensor = convert(site, irx.gspmd_open_dims(site.op))
-                    if tensor is not None:
-                        with ir.InsertionPoint(site.op), site.op.location:
-                            constraint = sdy.ShardingConstraintOp(site.op.operands[0], tensor.build())
-                        irx.replace(site.op, constraint.results)
-                elif target.startswith("SPMD"):
-                    self.emit_error(
-                        site.op, f"{forms.symbol_ref(target)} (manual sharding) has no Shardy form in import-gspmd"
-                    )
-                else:
-                    tensor = convert(site)
-                    if tensor is None:
-                        failed.add(site.op)
-                    else:
-                        updates.append((site, {irx.MHLO_SHARDING: None, irx.SDY_SHARDING: tensor.build()}))
-            irx.set_shardings((site, change) for site, change in updates if site.op not in failed)
+            irx.transform_shardings(module, to_sdy, lambda site, e: self.emit_error(site.op, f"{site.label} - {e}"))
             table.emit()

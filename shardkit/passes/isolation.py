@@ -11,8 +11,9 @@ located at the op the pass was running on; the next request starts a new worker.
 
 One worker serves a process and is reused, so isolation costs a start-up once (about the time of
 ``import shardkit``; ``prestart`` overlaps it with the caller's own work) and then a bytecode round trip per
-pass. Which passes run there is the ``Isolation`` policy: ``crash-prone`` (default: jaxlib passes known to
-abort, and pipelines that contain one), ``all`` (every pass, shardkit's own included) or ``none``.
+pass. Which passes run there is the policy, decided in one place (``isolated``): ``crash-prone`` (default:
+jaxlib passes known to abort, and pipelines that contain one), ``all`` (every pass that pickles, shardkit's own
+included) or ``none``.
 """
 
 from __future__ import annotations
@@ -124,6 +125,16 @@ def policy(name: str) -> Iterator[None]:
 
 def current_policy() -> str:
     return _policy.get()
+
+
+def isolated(p: Any, policy: str | None = None) -> bool:
+    """Whether pass ``p`` runs in the worker under ``policy`` (the block's by default): under ``all`` every pass
+    that can travel there (pickles), under ``crash-prone`` one whose ``crash_prone`` is true, under ``none``
+    none."""
+    policy = current_policy() if policy is None else policy
+    if policy == "none" or (policy == "crash-prone" and not getattr(p, "crash_prone", False)):
+        return False
+    return _picklable(p)
 
 
 _time_limit: contextvars.ContextVar[float | None] = contextvars.ContextVar("shardkit_pass_timeout", default=None)

@@ -20,7 +20,7 @@ from jaxlib.mlir.dialects import sdy
 
 from shardkit.dialects import ir as irx
 from shardkit.passes.base import Pass
-from shardkit.passes.manager import MlirPass
+from shardkit.passes.mlir_pipeline import MlirPass
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +58,15 @@ class Propagate(Pass):
 
     def apply(self, module: ir.Module) -> None:
         self.mlir_pass().apply(module)
-        for op in irx.ops(module, "sdy.reshard"):
-            with ir.InsertionPoint(op), op.location:
-                constraint = sdy.ShardingConstraintOp(op.operands[0], op.attributes["sharding"])
-            irx.replace(op, constraint.results)
+        reshards_to_constraints(module)
+
+
+def reshards_to_constraints(module: ir.Module) -> None:
+    """Writes each ``sdy.reshard`` back as the ``sdy.sharding_constraint`` it came from (see the module docstring),
+    keeping its other attributes (the debug origins Shardy records with ``debug-sharding-origins``)."""
+    for op in irx.ops(module, "sdy.reshard"):
+        with ir.InsertionPoint(op), op.location:
+            constraint = sdy.ShardingConstraintOp(op.operands[0], op.attributes["sharding"])
+        for name in op.attributes:
+            constraint.attributes[name] = op.attributes[name]
+        irx.replace(op, constraint.results)

@@ -5,7 +5,7 @@ distributions with an entry point in the group ``shardkit.passes`` (``shard-lead
 they are loaded one by one, so a broken plugin fails only when its own name is used (or listed), with a
 ``PluginError`` naming the distribution, the entry point and what went wrong. Two plugins offering one name
 make that name an error naming both. Names found nowhere here fall through to jaxlib's MLIR passes
-(``manager.MlirPass``); ``MLIR_PASSES`` lists the ones worth suggesting.
+(``mlir_pipeline.MlirPass``); ``MLIR_PASSES`` lists the ones worth suggesting.
 """
 
 from __future__ import annotations

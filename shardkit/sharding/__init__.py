@@ -1,7 +1,9 @@
 """The Sharding family: the base (what a kind implements, and the index math it gets) and one module per kind.
 
 Each kind owns its conversions: to the HLO form (``to_hlo``, the one every index map derives from), to the
-Shardy form (``to_sdy``), to jax (``to_jax``) and to the device-free key lowering caches on (``abstract_key``).
+Shardy form (``to_sdy``), to jax (``to_jax``) and to the device-free key lowering caches on (``abstract_key``);
+the base derives equality, hashing, pickling and the memory kind from what a kind declares it is (``_key``).
+A new kind is its module plus its name here and in ``shardkit/__init__.pyi``.
 ``from_hlo`` maps a compiled program's HLO shardings back onto the model, ``from_jax`` jax's shardings, and
 ``as_sharding`` whatever a user passes where a sharding goes.
 """

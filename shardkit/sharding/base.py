@@ -19,7 +19,7 @@ import types
 import weakref
 from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -29,7 +29,8 @@ from shardkit._jaxlib import HloSharding
 from shardkit.caching import memoize, on_clear
 from shardkit.dialects import mhlo
 from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding, hlo_to_sdy
-from shardkit.mesh import is_local
+from shardkit.mesh import AbstractMesh, Mesh, device_refs, is_local, lookup_devices
+from shardkit.partition_spec import PartitionSpec
 
 Shape = tuple[int, ...]
 Index = tuple[Any, ...]
@@ -78,8 +79,10 @@ class Sharding(jax.sharding.Sharding):
 
     - ``device_assignment``: the devices that HLO positions refer to, in order;
     - ``to_hlo(ndim)``: its HloSharding for a value of rank ``ndim`` (ValueError for a rank it cannot describe);
-    - ``is_fully_replicated``, ``memory_kind``, ``with_memory_kind(kind)``;
-    - ``__eq__``, ``__hash__``, ``__repr__`` and ``__reduce__`` (pickles name devices by platform and id).
+    - ``is_fully_replicated`` and ``__repr__``;
+    - ``_key()``: the values that make it what it is, its memory kind last; equality, hashing, pickling,
+      ``memory_kind`` and ``with_memory_kind`` are derived from it (``_from_key`` rebuilds a sharding from a
+      key: by default the constructor's positional arguments, then ``memory_kind=``).
 
     What a kind may override (the default in brackets):
 
@@ -91,12 +94,17 @@ class Sharding(jax.sharding.Sharding):
     - ``unconstrained_dims`` [none] and ``with_unconstrained_dim(dim)`` [not supported]: dimensions left to
       the compiler;
     - ``mapped_dims`` [none]: dimensions a device's piece drops (pmap's mapped dimension);
-    - ``_tile_description(dim)``: what cuts dimension ``dim``, for error messages.
+    - ``_tile_description(dim)``: what cuts dimension ``dim``, for error messages;
+    - ``mesh`` and ``spec`` [None]: the mesh and PartitionSpec of a kind that places values by mesh axes, as
+      jax's NamedSharding has them (so no caller asks which kind a sharding is).
 
     What every kind gets from those: ``device_set``, ``num_devices``, ``addressable_devices``,
     ``is_fully_addressable``, ``shard_shape``, ``devices_indices_map``, ``addressable_devices_indices_map``,
-    ``replica_ids`` and ``is_equivalent_to``.
+    ``replica_ids``, ``is_equivalent_to``, and ``==``, ``hash`` and pickling from ``_key``.
     """
+
+    mesh: Mesh | AbstractMesh | None = None
+    spec: PartitionSpec | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Sharding:
         self = super().__new__(cls)
@@ -119,12 +127,47 @@ class Sharding(jax.sharding.Sharding):
         """Whether every device holds the whole array."""
         raise NotImplementedError
 
-    @property
-    def memory_kind(self) -> str | None:
+    def _key(self) -> tuple[Any, ...]:
+        """What makes this sharding what it is, as ``_from_key`` takes it back, the memory kind last. Devices
+        and HLO shardings in it pickle as (platform, id) and text, since jaxlib's objects do not pickle, and an
+        HLO sharding compares as the placement it describes (any two replicated ones alike, as
+        ``mhlo.equivalent`` says)."""
         raise NotImplementedError
 
+    @classmethod
+    def _from_key(cls, *key: Any) -> Sharding:
+        """The sharding ``key`` describes: the constructor's positional arguments, then the memory kind."""
+        *args, memory_kind = key
+        return cls(*args, memory_kind=memory_kind)
+
+    # -- from ``_key``: the memory kind, equality, hashing and pickling ---------------------------------------
+
+    @property
+    def memory_kind(self) -> str | None:
+        return self._identity[-1]
+
     def with_memory_kind(self, kind: str) -> Sharding:
-        raise NotImplementedError
+        """The same placement in memory ``kind`` (ValueError when a device cannot address it)."""
+        return self._from_key(*self._key()[:-1], kind)
+
+    @cached_property
+    def _identity(self) -> tuple[Any, ...]:
+        return (type(self), *(_placement(v) for v in self._key()))
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(self._identity)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        return isinstance(other, Sharding) and self._hash == other._hash and self._identity == other._identity
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), tuple(map(_portable, self._key()))))
 
     # -- what a kind may override --------------------------------------------------------------------------
 
@@ -281,6 +324,49 @@ class Sharding(jax.sharding.Sharding):
         elif self.is_concrete != other._is_concrete:
             return False
         return mhlo.equivalent(self.to_hlo(ndim), other._to_xla_hlo_sharding(ndim))
+
+
+# -- identity helpers -----------------------------------------------------------------------------------
+
+
+def _placement(value: Any) -> Any:
+    """A key value as it compares: an HLO sharding as the pieces it places (every replicated one alike)."""
+    if isinstance(value, HloSharding) and mhlo.is_replicated(value):
+        return _REPLICATED
+    return value
+
+
+_REPLICATED = HloSharding.replicate()
+
+
+class _Pickled(NamedTuple):
+    """A key value jaxlib cannot pickle, as a pickle carries it: ``what`` is "device", "devices" or "hlo"."""
+
+    what: str
+    data: Any
+
+
+def _portable(value: Any) -> Any:
+    if isinstance(value, jax.Device):
+        return _Pickled("device", device_refs([value]))
+    if isinstance(value, tuple) and value and isinstance(value[0], jax.Device):
+        return _Pickled("devices", device_refs(value))
+    if isinstance(value, HloSharding):
+        return _Pickled("hlo", repr(value))
+    return value
+
+
+def _restored(value: Any) -> Any:
+    if not isinstance(value, _Pickled):
+        return value
+    if value.what == "hlo":
+        return mhlo.parse(value.data)
+    devices = tuple(lookup_devices(value.data))
+    return devices[0] if value.what == "device" else devices
+
+
+def _rebuild(kind: type[Sharding], key: tuple[Any, ...]) -> Sharding:
+    return kind._from_key(*map(_restored, key))
 
 
 # -- the derivations, memoised on (sharding, shape) -----------------------------------------------------

@@ -11,7 +11,7 @@ import numpy as np
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding, OpSharding
 from shardkit.dialects import mhlo
-from shardkit.mesh import check_devices, device_refs, lookup_devices
+from shardkit.mesh import check_devices
 from shardkit.sharding.base import Device, Sharding, check_memory_kind
 
 
@@ -57,26 +57,12 @@ class GSPMDSharding(Sharding):
                 f"HLO sharding {hlo} spans {hlo.num_devices()} devices, but {len(self._devices)} were given."
             )
         self._memory_kind = check_memory_kind(memory_kind, self._devices[0])
-        self._hash = hash((GSPMDSharding, self._devices, self._hlo_sharding, self._memory_kind))
 
     def __repr__(self) -> str:
         return f"GSPMDSharding({self._hlo_sharding!r}, memory_kind={self._memory_kind})"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_unpickle, (device_refs(self._devices), repr(self._hlo_sharding), self._memory_kind))
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        return (
-            isinstance(other, GSPMDSharding)
-            and self._devices == other._devices
-            and self._memory_kind == other._memory_kind
-            and mhlo.equivalent(self._hlo_sharding, other._hlo_sharding)
-        )
-
-    def __hash__(self) -> int:
-        return self._hash
+    def _key(self) -> tuple[Any, ...]:
+        return (self._devices, self._hlo_sharding, self._memory_kind)
 
     @property
     def hlo_sharding(self) -> HloSharding:
@@ -97,13 +83,6 @@ class GSPMDSharding(Sharding):
     def is_fully_replicated(self) -> bool:
         return mhlo.is_replicated(self._hlo_sharding)
 
-    @property
-    def memory_kind(self) -> str | None:
-        return self._memory_kind
-
-    def with_memory_kind(self, kind: str) -> GSPMDSharding:
-        return GSPMDSharding(self._devices, self._hlo_sharding, memory_kind=kind)
-
     @classmethod
     def from_jax(cls, sharding: Any, ndim: int) -> GSPMDSharding:
         """Any jax sharding as the HLO sharding it places a rank-``ndim`` value with, over its device assignment."""
@@ -113,7 +92,3 @@ class GSPMDSharding(Sharding):
     @classmethod
     def get_replicated(cls, devices: Sequence[Device], *, memory_kind: str | None = None) -> GSPMDSharding:
         return cls(devices, HloSharding.replicate(), memory_kind=memory_kind)
-
-
-def _unpickle(refs: tuple, hlo: str, memory_kind: str | None) -> GSPMDSharding:
-    return GSPMDSharding(lookup_devices(refs), hlo, memory_kind=memory_kind)

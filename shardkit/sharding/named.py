@@ -90,28 +90,13 @@ class NamedSharding(Sharding):
         self.spec = spec
         first = None if isinstance(mesh, AbstractMesh) else mesh.flat_devices[0]
         self._memory_kind = check_memory_kind(memory_kind, first)
-        self._hash = hash((NamedSharding, mesh, spec, self._memory_kind))
 
     def __repr__(self) -> str:
         mem = "" if self._memory_kind is None else f", memory_kind={self._memory_kind}"
         return f"NamedSharding(mesh={self.mesh}, spec={self.spec}{mem})"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_unpickle, (self.mesh, self.spec, self._memory_kind))
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        return (
-            isinstance(other, NamedSharding)
-            and self._hash == other._hash
-            and self.spec == other.spec
-            and self._memory_kind == other._memory_kind
-            and self.mesh == other.mesh
-        )
-
-    def __hash__(self) -> int:
-        return self._hash
+    def _key(self) -> tuple[Any, ...]:
+        return (self.mesh, self.spec, self._memory_kind)
 
     # -- devices ------------------------------------------------------------------------------------------
 
@@ -236,20 +221,9 @@ class NamedSharding(Sharding):
     def with_spec(self, spec: PartitionSpec | Sequence[Any]) -> NamedSharding:
         return NamedSharding(self.mesh, spec, memory_kind=self._memory_kind)
 
-    @property
-    def memory_kind(self) -> str | None:
-        return self._memory_kind
-
-    def with_memory_kind(self, kind: str) -> NamedSharding:
-        return NamedSharding(self.mesh, self.spec, memory_kind=kind)
-
 
 def spec_from_jax(spec: jax.sharding.PartitionSpec) -> PartitionSpec:
     return PartitionSpec(*(UNCONSTRAINED if e is jax.sharding.PartitionSpec.UNCONSTRAINED else e for e in spec))
-
-
-def _unpickle(mesh: Mesh | AbstractMesh, spec: PartitionSpec, memory_kind: str | None) -> NamedSharding:
-    return NamedSharding(mesh, spec, memory_kind=memory_kind)
 
 
 _MAX_SEARCH_AXES = 6  # beyond this many axes of size > 1 the ordered choices grow too many; GSPMD form then

@@ -10,7 +10,7 @@ import numpy as np
 
 from shardkit._jaxlib import HloSharding
 from shardkit.caching import memoize
-from shardkit.mesh import check_devices, device_refs, lookup_devices
+from shardkit.mesh import check_devices
 from shardkit.sharding.base import Device, Sharding, canonical_shape, check_memory_kind
 
 
@@ -34,7 +34,6 @@ class PmapSharding(Sharding):
             raise ValueError(f"sharded_dim must be a non-negative int or None, got {sharded_dim!r}.")
         self.sharded_dim = sharded_dim
         self._memory_kind = check_memory_kind(memory_kind, self._devices[0])
-        self._hash = hash((PmapSharding, self._devices, sharded_dim, self._memory_kind))
 
     @classmethod
     def default(
@@ -64,19 +63,8 @@ class PmapSharding(Sharding):
         devices = np.array(self._devices)
         return f"PmapSharding(devices={devices!r}, sharded_dim={self.sharded_dim}, memory_kind={self._memory_kind})"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_unpickle, (device_refs(self._devices), self.sharded_dim, self._memory_kind))
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, PmapSharding)
-            and self._devices == other._devices
-            and self.sharded_dim == other.sharded_dim
-            and self._memory_kind == other._memory_kind
-        )
-
-    def __hash__(self) -> int:
-        return self._hash
+    def _key(self) -> tuple[Any, ...]:
+        return (self._devices, self.sharded_dim, self._memory_kind)
 
     @property
     def devices(self) -> np.ndarray:
@@ -107,14 +95,3 @@ class PmapSharding(Sharding):
         dims = [1] * ndim
         dims[self.sharded_dim] = len(self._devices)
         return HloSharding.iota_tile(dims)
-
-    @property
-    def memory_kind(self) -> str | None:
-        return self._memory_kind
-
-    def with_memory_kind(self, kind: str) -> PmapSharding:
-        return PmapSharding(self._devices, self.sharded_dim, memory_kind=kind)
-
-
-def _unpickle(refs: tuple, sharded_dim: int | None, memory_kind: str | None) -> PmapSharding:
-    return PmapSharding(lookup_devices(refs), sharded_dim, memory_kind=memory_kind)

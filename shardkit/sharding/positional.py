@@ -10,7 +10,7 @@ import numpy as np
 
 from shardkit._jaxlib import HloSharding, OpShardingType
 from shardkit.caching import memoize
-from shardkit.mesh import check_devices, device_refs, lookup_devices
+from shardkit.mesh import check_devices
 from shardkit.sharding.base import Device, Shape, Sharding, check_memory_kind
 
 
@@ -40,7 +40,6 @@ class PositionalSharding(Sharding):
         self._devices = devices
         self._ids = ids  # each entry: the sorted positions (into _devices) that hold that piece
         self._memory_kind = memory_kind
-        self._hash = hash((PositionalSharding, devices, ids.shape, tuple(ids.flat), memory_kind))
 
     @classmethod
     def _remake(cls, devices: tuple[Device, ...], ids: np.ndarray, memory_kind: str | None) -> PositionalSharding:
@@ -56,23 +55,17 @@ class PositionalSharding(Sharding):
         body = np.array2string(shown, prefix="PositionalSharding(", suffix=")", max_line_width=100)
         return f"PositionalSharding({body}, memory_kind={self._memory_kind}, shape={self.shape})"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_unpickle, (device_refs(self._devices), self._ids.shape, tuple(self._ids.flat), self._memory_kind))
+    def _key(self) -> tuple[Any, ...]:
+        return (self._devices, self._ids.shape, tuple(self._ids.flat), self._memory_kind)
 
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        return (
-            isinstance(other, PositionalSharding)
-            and self._hash == other._hash
-            and self._devices == other._devices
-            and self._ids.shape == other._ids.shape
-            and all(a == b for a, b in zip(self._ids.flat, other._ids.flat))
-            and self._memory_kind == other._memory_kind
-        )
-
-    def __hash__(self) -> int:
-        return self._hash
+    @classmethod
+    def _from_key(
+        cls, devices: tuple[Device, ...], shape: Shape, members: tuple, memory_kind: str | None
+    ) -> PositionalSharding:
+        ids = np.empty(len(members), dtype=object)
+        for i, m in enumerate(members):
+            ids[i] = m
+        return cls._remake(devices, ids.reshape(shape), check_memory_kind(memory_kind, devices[0]))
 
     @property
     def shape(self) -> Shape:
@@ -152,20 +145,6 @@ class PositionalSharding(Sharding):
         if np.array_equal(tiles, np.arange(tiles.size)):  # print the compact iota form when it applies
             return HloSharding.iota_tile(dims, [], [], subgroups)
         return HloSharding.subgroup_with_device_ordering(tiles.reshape(dims), subgroups)
-
-    @property
-    def memory_kind(self) -> str | None:
-        return self._memory_kind
-
-    def with_memory_kind(self, kind: str) -> PositionalSharding:
-        return self._remake(self._devices, self._ids, check_memory_kind(kind, self._devices[0]))
-
-
-def _unpickle(refs: tuple, shape: Shape, members: tuple, memory_kind: str | None) -> PositionalSharding:
-    ids = np.empty(len(members), dtype=object)
-    for i, m in enumerate(members):
-        ids[i] = m
-    return PositionalSharding._remake(tuple(lookup_devices(refs)), ids.reshape(shape), memory_kind)
 
 
 class _DeviceIdSet:

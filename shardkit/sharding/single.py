@@ -8,7 +8,7 @@ import jax
 
 from shardkit._jaxlib import HloSharding
 from shardkit.dialects.sdy import SdyDim, SdyMesh, SdyTensorSharding
-from shardkit.mesh import check_device, device_refs, lookup_devices
+from shardkit.mesh import check_device
 from shardkit.sharding.base import Device, Sharding, check_memory_kind
 
 
@@ -27,18 +27,8 @@ class SingleDeviceSharding(Sharding):
     def __repr__(self) -> str:
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self._memory_kind})"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_unpickle, (device_refs([self._device]), self._memory_kind))
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, SingleDeviceSharding)
-            and self._device == other._device
-            and self._memory_kind == other._memory_kind
-        )
-
-    def __hash__(self) -> int:
-        return hash((SingleDeviceSharding, self._device, self._memory_kind))
+    def _key(self) -> tuple[Any, ...]:
+        return (self._device, self._memory_kind)
 
     @property
     def device(self) -> Device:
@@ -67,14 +57,3 @@ class SingleDeviceSharding(Sharding):
     @property
     def is_fully_replicated(self) -> bool:
         return True
-
-    @property
-    def memory_kind(self) -> str | None:
-        return self._memory_kind
-
-    def with_memory_kind(self, kind: str) -> SingleDeviceSharding:
-        return SingleDeviceSharding(self._device, memory_kind=kind)
-
-
-def _unpickle(refs: tuple, memory_kind: str | None) -> SingleDeviceSharding:
-    return SingleDeviceSharding(lookup_devices(refs)[0], memory_kind=memory_kind)

@@ -11,8 +11,8 @@ import dataclasses
 import textwrap
 
 from shardkit.passes import PassManager, describe_passes, get_pass, registry
-from shardkit.passes.manager import MlirPass, is_mlir_pass, printed_pass
 from shardkit.passes.mlir_passes import SUMMARIES
+from shardkit.passes.mlir_pipeline import MlirPass, is_mlir_pass, printed_pass
 
 
 def is_pass(name: str) -> bool:

@@ -1,8 +1,10 @@
 """shardkit-lower: lowers a Python function with the given shardings and prints its StableHLO.
 
 ``shardkit-lower TARGET --mesh x=4,y=2 --arg 16x8xf32:x,_ --arg 8x4xf32 [--out x,y] [--partitioner gspmd]
-[-p PIPELINE] [-o OUT] [--report]``, for lit tests of the lowering path (``--report``: compile and print the
-communication report instead). ``TARGET`` is ``package.module:function`` or
+[-p PIPELINE] [-o OUT] [--report] [--target tpu-v5e:4x4] [--hardware h100]``, for lit tests of the lowering path
+(``--report``: compile and print the communication report instead; ``--target``: compile for that machine,
+compile-only, and print its communication and memory reports; ``--hardware``: add the modelled time on that
+hardware profile, by default a TPU target's own). ``TARGET`` is ``package.module:function`` or
 ``path/to/file.py:function``. An argument is ``SHAPExDTYPE`` (``f32`` alone for a scalar) with an optional
 ``:SPEC``, one entry per dimension: an axis, ``x+y`` for several, ``_`` for none, ``?`` for unconstrained.
 ``--out`` (repeatable, one per output) gives output shardings the same way. Mistakes are one-line errors
@@ -22,19 +24,6 @@ from typing import Any, TextIO
 import numpy as np
 
 from shardkit.tools.main import ToolMain
-
-_DTYPES = {
-    "f16": "float16",
-    "bf16": "bfloat16",
-    "f32": "float32",
-    "f64": "float64",
-    "i8": "int8",
-    "i32": "int32",
-    "i64": "int64",
-    "u8": "uint8",
-    "u32": "uint32",
-    "i1": "bool",
-}
 
 
 def _arg_parser() -> argparse.ArgumentParser:
@@ -57,6 +46,18 @@ def _arg_parser() -> argparse.ArgumentParser:
     parser.add_argument("-p", "--pass-pipeline", default="", metavar="PIPELINE", help="passes to run afterwards")
     parser.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
     parser.add_argument("--report", action="store_true", help="compile and print the communication report instead")
+    parser.add_argument(
+        "--target",
+        dest="compile_target",
+        metavar="MACHINE",
+        help="compile for this machine (tpu-v5e:16x16, tpu-v5p:8x16x16, cpu:256) and print its reports",
+    )
+    parser.add_argument(
+        "--hardware",
+        metavar="PROFILE",
+        help="with --report or --target: model each collective's and the step's time on this hardware profile "
+        "(tpu-v4, tpu-v5e, tpu-v5p, tpu-v6e, h100, h200; default for a TPU target: its own)",
+    )
     return parser
 
 
@@ -108,11 +109,14 @@ def parse_arg(text: str) -> tuple[tuple[int, ...], np.dtype, Any]:
     """``16x8xf32:x,_`` -> ((16, 8), float32, P('x', None)); the spec is None when absent."""
     shaped, _, spec = text.partition(":")
     *dims, dtype = shaped.split("x")
-    if dtype not in _DTYPES or not all(d.isdigit() for d in dims):
-        raise ValueError(f"--arg '{text}' must look like 16x8xf32[:SPEC] (dtypes: {', '.join(_DTYPES)})")
-    import jax.numpy as jnp
+    from shardkit.dialects.dtypes import BY_HLO, BY_MLIR
 
-    return tuple(map(int, dims)), np.dtype(getattr(jnp, _DTYPES[dtype])), parse_spec(spec) if spec else None
+    element = BY_MLIR.get(dtype) or BY_HLO.get(dtype)
+    if element is None or not all(d.isdigit() for d in dims):
+        raise ValueError(
+            f"--arg '{text}' must look like 16x8xf32[:SPEC] (dtypes: MLIR's or XLA's names: f32, bf16, i8, u8, i1, ...)"
+        )
+    return tuple(map(int, dims)), element.dtype, parse_spec(spec) if spec else None
 
 
 class LowerMain(ToolMain):
@@ -124,8 +128,13 @@ class LowerMain(ToolMain):
         super().__init__(_arg_parser(), argv, stdin=None, stdout=stdout, stderr=stderr)
 
     def run(self) -> int:
+        from shardkit.inspect.memory import OutOfMemoryError
+
         try:
             text = self.lower()
+        except OutOfMemoryError as e:
+            self.stdout.write(str(e.report))
+            return self.error(f"the program does not fit {e.report.target}: {e.report.error}")
         except (ValueError, TypeError, ImportError) as e:
             return self.error(str(e))
         if self.args.output == "-":
@@ -138,11 +147,17 @@ class LowerMain(ToolMain):
     def lower(self) -> str:
         args = self.args
         shape, names = parse_mesh(args.mesh)
-        ensure_cpu_devices(math.prod(shape))
+        if args.compile_target is None:
+            ensure_cpu_devices(math.prod(shape))
         import shardkit as sk
 
         fn = load_function(args.target)
-        mesh = sk.make_mesh(shape, names, devices=sk.devices()[: math.prod(shape)]) if names else None
+        if not names:
+            mesh = None
+        elif args.compile_target is not None:  # the target's devices, not this process's
+            mesh = sk.AbstractMesh(shape, names)
+        else:
+            mesh = sk.make_mesh(shape, names, devices=sk.devices()[: math.prod(shape)])
 
         def sharding(spec: Any) -> Any:
             if spec is None:
@@ -160,9 +175,26 @@ class LowerMain(ToolMain):
         lowered = sk.jit(fn, out_shardings=out_shardings, partitioner=args.partitioner).lower(*structs)
         if args.pass_pipeline:
             lowered = lowered.run_passes(args.pass_pipeline)
-        if args.report:
-            return str(lowered.compile().communication())
-        return lowered.as_text() + "\n"
+        if args.compile_target is None and not args.report:
+            if args.hardware is not None:
+                raise ValueError("--hardware times a compiled program: add --report or --target")
+            return lowered.as_text() + "\n"
+        compiled = lowered.compile(target=args.compile_target)
+        report = compiled.communication()
+        hardware = args.hardware or default_hardware(compiled.target)
+        text = str(report)
+        if args.compile_target is not None:
+            text += f"\n{compiled.memory()}"
+        if hardware is not None:
+            text += f"\n{report.time(hardware)}"
+        return text
+
+
+def default_hardware(target: str | None) -> str | None:
+    """The hardware profile a TPU target is timed on by default (``tpu-v5e:16x16`` -> ``tpu-v5e``)."""
+    if target is None or not target.startswith("tpu-"):
+        return None
+    return target.split(":", 1)[0]
 
 
 def ensure_cpu_devices(count: int) -> int:

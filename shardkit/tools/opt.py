@@ -24,7 +24,7 @@ from jaxlib.mlir import ir
 
 from shardkit.dialects import context, diagnostics, ir as irx
 from shardkit.dialects.diagnostics import Diagnostic
-from shardkit.passes import PassError, PassManager
+from shardkit.passes import IRPrinting, PassError, PassManager
 from shardkit.passes.manager import format_timings
 from shardkit.tools import catalog, cli, expected, source
 from shardkit.tools.main import ToolMain
@@ -125,11 +125,13 @@ class OptMain(ToolMain):
             args.pass_pipeline or ",".join(self.pass_flags),
             context=ctx,
             verify_each=args.verify_each != "false",
-            print_ir_before_all=args.print_ir_before_all,
-            print_ir_after_all=args.print_ir_after_all,
-            print_ir_after_failure=args.print_ir_after_failure,
-            print_ir=self._print,
-            stream=self.stderr,
+            ir_printing=IRPrinting(
+                before_all=args.print_ir_before_all,
+                after_all=args.print_ir_after_all,
+                after_failure=args.print_ir_after_failure,
+                render=self._print,
+                stream=self.stderr,
+            ),
             isolation=args.isolate_passes,
             pass_timeout=args.pass_timeout,
         )

@@ -1,11 +1,20 @@
 """shardkit-report: compiles a sharded StableHLO module and prints what it communicates.
 
-``shardkit-report FILE.mlir [--mesh data=4,model=2] [--plan] [--table] [--json] [--image OUT.png|.svg]``.
+``shardkit-report FILE.mlir [--mesh data=4,model=2] [--plan] [--table] [--explain] [--json] [--image OUT.png|.svg]
+[--target tpu-v5e:4x4] [--hardware h100]`` and ``shardkit-report --diff A.mlir B.mlir [--plan] [--json]``.
 
-- default: compiles the module with XLA for the first devices of this machine (as many as its partitions)
-  and prints the communication report of the partitioned program;
+- default: compiles the module with XLA for the first devices of this machine (as many as its partitions;
+  virtual CPU devices where it has fewer) and prints the communication report of the partitioned program;
 - ``--plan``: prints Shardy's plan (the collectives Shardy inserts, before XLA) instead of compiling;
 - ``--table``: prints the per-value sharding table after Shardy propagation instead;
+- ``--explain``: why each collective (of XLA's program, or with ``--plan`` of Shardy's) is there: the two
+  shardings that meet and the arguments, results and constraints (with their lines) they came from;
+- ``--diff A B``: what changed from program A to program B: value shardings, collectives added, removed or
+  resized, bytes per device per mesh axis (XLA's programs; with ``--plan`` Shardy's plans);
+- ``--target MACHINE``: compiles for a machine not at hand (``tpu-v5p:8x16x16``, ``cpu:256``; docs/targets.md)
+  and prints its communication and memory per device (a program that does not fit: the memory report, exit 1);
+- ``--hardware PROFILE``: adds each collective's and the step's modelled time on that hardware (by default a
+  TPU target's own; docs/performance_model.md);
 - ``--json``: the same as JSON; ``--image``: also draws the report (needs ``shardkit[viz]``).
 
 Groups are named by the module's ``sdy.mesh`` (logical order, ``device_ids`` respected); ``--mesh`` names them
@@ -25,7 +34,7 @@ from typing import Any, TextIO
 from jax.errors import JaxRuntimeError
 from jaxlib.mlir import ir
 
-from shardkit.tools.lower import ensure_cpu_devices, parse_mesh
+from shardkit.tools.lower import default_hardware, ensure_cpu_devices, parse_mesh
 from shardkit.tools.main import ToolMain
 
 
@@ -35,11 +44,15 @@ def _arg_parser() -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", help="a sharded StableHLO .mlir file, or - for stdin")
+    parser.add_argument("input", nargs="+", help="a sharded StableHLO .mlir file, or - for stdin (two with --diff)")
     parser.add_argument("--mesh", default="", help="axis names and sizes, e.g. data=4,model=2 (default: the module's)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--plan", action="store_true", help="Shardy's plan before XLA instead of compiling")
     mode.add_argument("--table", action="store_true", help="the per-value sharding table after propagation")
+    parser.add_argument("--explain", action="store_true", help="why each collective is there")
+    parser.add_argument("--diff", action="store_true", help="compare two programs: INPUT is A.mlir B.mlir")
+    parser.add_argument("--target", metavar="MACHINE", help="compile for this machine: tpu-v5e:16x16, cpu:256, ...")
+    parser.add_argument("--hardware", metavar="PROFILE", help="add the modelled time on this hardware profile")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--image", "--png", metavar="PATH", help="also draw the report (.png or .svg)")
     return parser
@@ -57,28 +70,36 @@ class ReportMain(ToolMain):
         stderr: TextIO | None = None,
     ):
         super().__init__(_arg_parser(), argv, stdin=stdin, stdout=stdout, stderr=stderr)
+        self.compiled: Any = None  # the last program compiled for --target
 
     def run(self) -> int:
         args = self.args
         if args.image and args.table:
             return self.error("--image draws the communication report; it does not apply to --table")
-        from shardkit.dialects import context
-        from shardkit.tools import source
+        if len(args.input) != (2 if args.diff else 1):
+            wanted = "two inputs (A.mlir B.mlir)" if args.diff else "one input (two only with --diff)"
+            return self.error(f"expected {wanted}, got {len(args.input)}: {' '.join(args.input)}")
+        if args.diff and (args.table or args.explain or args.image):
+            return self.error("--diff compares two programs; --table, --explain and --image do not apply to it")
+        if args.explain and args.table:
+            return self.error("--explain explains the communication report; it does not apply to --table")
+        if (args.target or args.hardware) and (args.table or args.plan):
+            return self.error("--target and --hardware compile the module; they do not apply to --plan or --table")
+        if args.target and args.mesh:
+            return self.error("--mesh names groups on this machine's devices; with --target the module's mesh does")
+        modules = []
+        for path in args.input:
+            loaded = self.load(path)
+            if isinstance(loaded, int):
+                return loaded
+            modules.append(loaded)
+        from shardkit.inspect import OutOfMemoryError
 
-        name = "<stdin>" if args.input == "-" else args.input
         try:
-            text = source.decode(source.read(args.input, self.stdin), name)
-        except OSError as e:
-            return self.error(f"could not open input file '{args.input}': {e.strerror}")
-        except source.InputError as e:
-            return self.error(str(e))
-        module, found = source.parse(context(), source.chunks(text, split=False)[0], name)
-        for diag in found:
-            self.stderr.write(f"{diag}\n")
-        if module is None:
-            return 1
-        try:
-            out = self.report(module, name)
+            out = self.diff(*modules) if args.diff else self.report(*modules[0])
+        except OutOfMemoryError as e:
+            self.stdout.write(e.report.to_json() + "\n" if args.json else str(e.report))
+            return self.error(f"the program does not fit {e.report.target}: {e.report.error}")
         except (ValueError, TypeError, ImportError) as e:
             return self.error(str(e))
         except JaxRuntimeError as e:
@@ -86,13 +107,54 @@ class ReportMain(ToolMain):
         self.stdout.write(out)
         return 0
 
+    def load(self, path: str) -> tuple[ir.Module, str] | int:
+        """The parsed module and its name, or the exit code after reporting why it could not be read."""
+        from shardkit.dialects import context
+        from shardkit.tools import source
+
+        name = "<stdin>" if path == "-" else path
+        try:
+            text = source.decode(source.read(path, self.stdin), name)
+        except OSError as e:
+            return self.error(f"could not open input file '{path}': {e.strerror}")
+        except source.InputError as e:
+            return self.error(str(e))
+        module, found = source.parse(context(), source.chunks(text, split=False)[0], name)
+        for diag in found:
+            self.stderr.write(f"{diag}\n")
+        return 1 if module is None else (module, name)
+
+    def communication(self, module: ir.Module, name: str) -> Any:
+        """XLA's report of the module compiled for this machine, or with ``--plan`` Shardy's plan."""
+        from shardkit import inspect
+
+        if self.args.target:
+            import shardkit as sk
+
+            self.compiled = sk.load(module).compile(target=self.args.target)  # its memory report is printed too
+            result = self.compiled.communication()
+            return dataclasses.replace(result, collectives=_named(result.collectives, name))
+        mesh, devices = self.mesh_and_devices(module)
+        if self.args.plan:
+            result = inspect.shardy_report(module, mesh, devices)
+        else:
+            executable = compile_module(module, devices)
+            result = inspect.xla_report(executable.hlo_modules()[0], devices, mesh, module)
+        return dataclasses.replace(result, collectives=_named(result.collectives, name))
+
+    def diff(self, a: tuple[ir.Module, str], b: tuple[ir.Module, str]) -> str:
+        from shardkit import inspect
+
+        found = inspect.diff(self.communication(*a), self.communication(*b))
+        return found.to_json() + "\n" if self.args.json else str(found)
+
     def report(self, module: ir.Module, name: str) -> str:
         """The requested view as text; sources in the module itself (parsed as ``-``) are named ``name``."""
         from shardkit import inspect
 
         args = self.args
-        mesh, devices = self.mesh_and_devices(module)
         if args.table:
+            mesh, _ = self.mesh_and_devices(module)
             from shardkit.dialects import copy_module
             from shardkit.passes import run_pipeline
 
@@ -101,14 +163,18 @@ class ReportMain(ToolMain):
             table = inspect.sharding_table(propagated, mesh)
             table = dataclasses.replace(table, rows=_named(table.rows, name))
             return table.to_json() + "\n" if args.json else str(table)
-        if args.plan:
-            result = inspect.shardy_report(module, mesh, devices)
-        else:
-            result = inspect.xla_report(compile_module(module, devices).hlo_modules()[0], devices, mesh)
-        result = dataclasses.replace(result, collectives=_named(result.collectives, name))
+        result = self.communication(module, name)
+        hardware = args.hardware or default_hardware(args.target)
+        views = {"communication": result.explain() if args.explain else result}
+        if args.target:
+            views["memory"] = self.compiled.memory()
+        if hardware:
+            views["time"] = result.time(hardware)
         if args.image:
-            result.save_image(args.image)
-        return result.to_json() + "\n" if args.json else str(result)
+            views["communication"].save_image(args.image)
+        if args.json:
+            return (views["communication"].to_json() if len(views) == 1 else _json(views)) + "\n"
+        return "\n".join(map(str, views.values()))
 
     def mesh_and_devices(self, module: ir.Module) -> tuple[Any, list[Any]]:
         """The mesh that names the groups and the devices the partitions run on (the first of this machine)."""
@@ -126,9 +192,10 @@ class ReportMain(ToolMain):
         ensure_cpu_devices(count)
         import shardkit as sk
 
-        if len(sk.devices()) < count:
-            raise ValueError(f"the module runs on {count} devices but this machine has {len(sk.devices())}")
-        devices = sk.devices()[:count]
+        # more partitions than this process has devices (jax had started): the virtual devices of cpu:N
+        devices = (
+            sk.devices()[:count] if count <= len(sk.devices()) else list(sk.executor.target(f"cpu:{count}").devices)
+        )
         if not names:
             return None, devices
         if math.prod(sizes) != count:
@@ -138,6 +205,13 @@ class ReportMain(ToolMain):
         if own is not None and not self.args.mesh:
             return sk.Mesh.from_sdy(own, devices), devices
         return sk.Mesh(_grid(devices, sizes), names), devices
+
+
+def _json(views: dict[str, Any]) -> str:
+    """Several reports as one JSON object, one key per report."""
+    import json
+
+    return json.dumps({k: json.loads(v.to_json()) for k, v in views.items()}, indent=2)
 
 
 def _named(items: tuple, name: str) -> tuple:

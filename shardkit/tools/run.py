@@ -70,7 +70,10 @@ class RunMain(ToolMain):
         import jax
 
         try:
-            self._run()
+            # The module's types are the truth here, not jax's defaults: 64-bit arguments stay 64-bit (for this
+            # run only: a test or a caller driving the tool in-process keeps its own setting).
+            with jax.enable_x64(True):
+                self._run()
         except (RunError, ValueError, TypeError, jax.errors.JaxRuntimeError) as e:
             message = " ".join(str(e).split("\n")[0].split())
             return self.error(message)
@@ -87,9 +90,6 @@ class RunMain(ToolMain):
         if made > 8:  # the module needs more than the default: say so, it is not what a bare jax process has
             self.stderr.write(f"{self.prog}: made {made} virtual CPU devices for the module's {needed} partitions\n")
         import jax
-
-        # The module's types are the truth here, not jax's defaults: 64-bit arguments stay 64-bit.
-        jax.config.update("jax_enable_x64", True)
 
         import shardkit as sk
         from shardkit.dialects import ir as irx
@@ -113,7 +113,7 @@ class RunMain(ToolMain):
             host = np.asarray(out)
             dims = ",".join(map(str, host.shape))
             sharding = repr(out.sharding.to_hlo(host.ndim))
-            if isinstance(out.sharding, sk.NamedSharding):  # as the module's mesh says it, too
+            if out.sharding.spec is not None:  # as the module's mesh says it, too
                 symbol = meshes.get(out.sharding.mesh.shape_tuple)
                 on = symbol_ref(symbol) if symbol else f"mesh {out.sharding.mesh.to_sdy().body}"
                 sharding += f" = {out.sharding.spec} on {on}"

@@ -1,0 +1,409 @@
+"""Time per collective and per step, from a communication report, a hardware profile and where devices sit.
+
+``estimate(report, hardware, topology, cost)`` (``CommunicationReport.time``) prices each collective on the
+links its groups use; ``docs/performance_model.md`` has the model, its sources and its validation.
+
+Each group of a collective is split by slice (TPU) or node (GPU): ``k`` slices with ``m`` devices each. The
+part inside a slice is the collective over ``m`` devices on the fast links (ICI, NVLink), the part across is
+the collective over ``k`` on ``1/m`` of the bytes on the slow network (DCN, InfiniBand); the two overlap
+(scaling book, part 12: ``T = max(T_node, T_scale-out)``). Bytes on the wire are the report's ring formulas.
+
+- **TPU, inside a slice.** The group's chips span ``e_i`` chips along torus dimension ``i``. A dimension whose
+  ring closes (wraparound, spanned fully) carries ``2 W`` per chip (both directions), an open line ``W`` (its
+  end link carries ``n - 1`` shards one way, as a one-way ring does); dimensions add their bandwidth (``V / (W
+  n_axes)``), and groups sharing a box share its links. Latency: one hop per link crossed, ``e_i // 2`` on a
+  ring and ``e_i - 1`` on a line per dimension, twice for an all-reduce. An all-to-all costs ``B max_i(e_i /
+  bw_i) / 4`` (bisection); a collective-permute ``d B / W`` over its longest torus distance ``d``.
+- **GPU, inside a node.** NVSwitch: every GPU egresses ``W`` to any other, so a ring runs at ``W`` per GPU;
+  latency is NCCL's ring model, ``base + steps * step`` (``2 (n - 1)`` steps for an all-reduce, ``n - 1``
+  otherwise).
+
+**Step.** Compute time is XLA's ``flops`` over the peak, memory time its ``bytes accessed`` over HBM bandwidth
+(both per device: the partitioned program is one device's). The overlap rule: an async collective (an XLA
+start/done pair) hides behind ``max(compute, memory)``, in program order until that time is used up; a
+synchronous collective, and what the budget does not cover, is exposed. ``step = max(compute, memory) +
+exposed``. Without a cost analysis every collective is exposed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from shardkit.inspect.hardware import Hardware, Topology, hardware as profile
+from shardkit.inspect.units import aligned, human_bytes
+
+# A communication report and its collectives (``communication.py``, which calls this module, so not imported).
+Collective = Any
+CommunicationReport = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectiveTime:
+    """One collective's modelled time.
+
+    Attributes:
+        index: its position in the report.
+        collective: the report's entry.
+        links: what its slowest group crosses: ``'ici'``, ``'dcn'``, ``'ici+dcn'``, ``'nvlink'``, ``'ib'``,
+            ``'nvlink+ib'``, ``'chip'`` (devices of one chip), ``'-'`` (moves nothing).
+        hops: ICI hops (TPU) or ring steps (GPU) whose latency it pays.
+        bandwidth: the bytes/s one device's wire bytes move at.
+        seconds: one execution.
+        exposed: seconds per call of the program not hidden behind compute (the module's overlap rule).
+    """
+
+    index: int
+    collective: Collective
+    links: str
+    hops: int
+    bandwidth: float
+    seconds: float
+    exposed: float = 0.0
+
+    @property
+    def total(self) -> float:
+        """Seconds per call of the program (every execution)."""
+        return self.seconds * self.collective.executions
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.collective
+        return {
+            "index": self.index,
+            "kind": c.kind,
+            "name": c.name,
+            "over": c.over,
+            "wire_bytes_per_device": c.wire_bytes,
+            "executions": c.executions,
+            "is_async": c.is_async,
+            "links": self.links,
+            "hops": self.hops,
+            "bandwidth": self.bandwidth,
+            "seconds": self.seconds,
+            "total_seconds": self.total,
+            "exposed_seconds": self.exposed,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class StepTime:
+    """A program's modelled step: each collective's time, compute and memory time, and what is exposed.
+
+    Attributes:
+        hardware: the profile used.
+        title: the report's title (``XLA's partitioned program``).
+        collectives: one entry per collective of the report, in program order.
+        flops, bytes_accessed: XLA's cost analysis per device (None without one).
+        compute, memory: ``flops / peak`` and ``bytes_accessed / HBM bandwidth`` (0 without a cost analysis).
+    """
+
+    hardware: Hardware
+    title: str
+    collectives: tuple[CollectiveTime, ...]
+    flops: float | None = None
+    bytes_accessed: float | None = None
+    compute: float = 0.0
+    memory: float = 0.0
+
+    @property
+    def communication(self) -> float:
+        """Seconds of communication per call, overlapped or not."""
+        return sum(t.total for t in self.collectives)
+
+    @property
+    def exposed(self) -> float:
+        """Seconds of communication per call not hidden behind compute."""
+        return sum(t.exposed for t in self.collectives)
+
+    @property
+    def step(self) -> float:
+        """The step estimate: ``max(compute, memory) + exposed``."""
+        return max(self.compute, self.memory) + self.exposed
+
+    def by_axes(self) -> dict[str, float]:
+        """Communication seconds per call per set of mesh axes (as ``Collective.over`` prints it)."""
+        out: dict[str, float] = {}
+        for t in self.collectives:
+            out[t.collective.over] = out.get(t.collective.over, 0.0) + t.total
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hardware": self.hardware.name,
+            "title": self.title,
+            "step_seconds": self.step,
+            "compute_seconds": self.compute,
+            "memory_seconds": self.memory,
+            "communication_seconds": self.communication,
+            "exposed_seconds": self.exposed,
+            "flops": self.flops,
+            "bytes_accessed": self.bytes_accessed,
+            "collectives": [t.to_dict() for t in self.collectives],
+            "by_axes": self.by_axes(),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def __str__(self) -> str:
+        return format_step(self)
+
+    def save_image(self, path: str | os.PathLike) -> None:
+        """The step's timeline by mesh axis (PNG or SVG by suffix; needs ``shardkit[viz]``): compute on one row,
+        each collective on its axes' row in program order, the parts hidden under compute light, the exposed
+        parts red after it, and a line at the step estimate."""
+        timeline_image(self, path)
+
+
+def estimate(
+    report: CommunicationReport,
+    hardware: str | Hardware,
+    topology: Topology | None = None,
+    cost: Mapping[str, float] | None = None,
+) -> StepTime:
+    """The modelled time of each collective of ``report`` and of the step (see the module docstring).
+
+    Args:
+        report: a communication report whose collectives name their device groups (``compile().communication()``).
+        hardware: a profile name (``'tpu-v5e'``, ``'h100'``, ...: ``hardware.PROFILES``) or a ``Hardware``.
+        topology: where the devices sit; default ``report.topology``, else ``Topology.default`` (GPU nodes of
+            consecutive ids; a TPU slice shaped like the mesh).
+        cost: XLA's cost analysis (``'flops'``, ``'bytes accessed'``); default ``report.cost``.
+
+    Examples:
+        >>> x = sk.ShapeDtypeStruct((16, 8), np.float32, sharding=NamedSharding(mesh4x2, P("x", "y")))
+        >>> report = sk.jit(lambda a: a.sum()).lower(x).compile().communication()
+        >>> step = estimate(report, "h100")
+        >>> [(t.collective.over, t.links, t.hops) for t in step.collectives]
+        [("'y'", 'nvlink', 2), ("'x'", 'nvlink', 6)]
+        >>> round(step.collectives[0].seconds * 1e6, 1)  # 8.4 us + 2 steps x 3.4 us + 4 bytes at 370 GB/s
+        15.2
+    """
+    hw = profile(hardware)
+    if topology is None:
+        topology = report.topology
+    if topology is None:
+        ids = report.device_ids or tuple(range(report.num_devices))
+        topology = Topology.default(ids, hw, [s for _, s in report.mesh or ()])
+    if not isinstance(topology, Topology):
+        raise TypeError(f"topology must be a Topology or None, got {type(topology).__name__}: {topology!r}.")
+    cost = report.cost if cost is None else cost
+    flops, accessed = _cost(cost)
+    compute, memory = (flops or 0.0) / hw.flops, (accessed or 0.0) / hw.hbm_bandwidth
+    budget = max(compute, memory)
+    times = []
+    for i, c in enumerate(report.collectives):
+        t = collective_time(c, hw, topology, i)
+        hidden = min(budget, t.total) if c.is_async else 0.0
+        budget -= hidden
+        times.append(dataclasses.replace(t, exposed=t.total - hidden))
+    return StepTime(hw, report.title, tuple(times), flops, accessed, compute, memory)
+
+
+def _cost(cost: Mapping[str, float] | None) -> tuple[float | None, float | None]:
+    if cost is None:
+        return None, None
+    if not isinstance(cost, Mapping):
+        raise TypeError(f"cost must be XLA's cost analysis (a mapping) or None, got {type(cost).__name__}.")
+    out = []
+    for key in ("flops", "bytes accessed"):
+        value = cost.get(key, 0.0)
+        if not isinstance(value, (int, float)) or not value >= 0:
+            raise ValueError(f"cost[{key!r}]={value!r} must be a number >= 0.")
+        out.append(float(value))
+    return out[0], out[1]
+
+
+def collective_time(c: Collective, hw: Hardware, topology: Topology, index: int = 0) -> CollectiveTime:
+    """One execution of ``c``: its slowest group's time on ``hw`` laid out as ``topology``."""
+    if c.wire_bytes == 0:
+        return CollectiveTime(index, c, "-", 0, 0.0, 0.0)
+    if not c.groups:
+        raise ValueError(
+            f"collective {index} ({c.kind} {c.name}) names no device groups, which the time model needs: time "
+            "the report of the compiled program (compile().communication()), not Shardy's plan."
+        )
+    missing = sorted({d for g in c.groups for d in g} - _known(topology))
+    if missing:
+        raise ValueError(f"topology does not place devices {missing[:8]} that collective {index} ({c.name}) uses.")
+    groups = [c.groups] if c.kind == "collective-permute" else c.groups  # a permute's pairs are one pattern
+    return max((_group(c, hw, topology, g, index) for g in groups), key=lambda t: t.seconds)
+
+
+def _known(topology: Topology) -> set[int]:
+    return set(topology.coords) if topology.coords else set(topology.slices)
+
+
+def _group(c: Collective, hw: Hardware, topo: Topology, group: Sequence[Any], index: int) -> CollectiveTime:
+    """The time of one group (for a collective-permute: all its (source, target) pairs)."""
+    near_name, far_name = ("ici", "dcn") if hw.kind == "tpu" else ("nvlink", "ib")
+    if c.kind == "collective-permute":
+        pairs = [p for p in group if p[0] != p[1]]
+        far = [p for p in pairs if topo.slice_of(p[0]) != topo.slice_of(p[1])]
+        if far:
+            return _timed(index, c, hw, far_name, 0, c.bytes / hw.network_bandwidth, 1)
+        if hw.kind == "gpu":
+            return _timed(index, c, hw, near_name, 1, c.bytes / _fast(hw), 0)
+        hops = max(_distance(topo, *p) for p in pairs)
+        return _timed(index, c, hw, near_name, hops, hops * c.bytes / _fast(hw), 0)
+    members: dict[int, list[int]] = {}
+    for d in group:
+        members.setdefault(topo.slice_of(d), []).append(d)
+    k, local = len(members), next(iter(members.values()))
+    m = len(local)
+    near, hops, name = 0.0, 0, near_name
+    if m > 1:
+        near, hops, name = _near(dataclasses.replace(c, group_size=m), hw, topo, local)
+    far, far_steps = 0.0, 0
+    if k > 1:
+        far = dataclasses.replace(c, group_size=k).wire_bytes / m / hw.network_bandwidth
+        far_steps = _steps(c.kind, k)
+        name = far_name if m == 1 else f"{name}+{far_name}"
+    return _timed(index, c, hw, name, hops, max(near, far), far_steps)
+
+
+def _timed(index: int, c: Collective, hw: Hardware, links: str, hops: int, transfer: float, far: int) -> CollectiveTime:
+    latency = hw.latency + hops * hw.hop_latency + far * hw.network_hop_latency
+    bandwidth = c.wire_bytes / transfer if transfer else math.inf
+    return CollectiveTime(index, c, links, hops, bandwidth, latency + transfer)
+
+
+def _fast(hw: Hardware) -> float:
+    return hw.link_bandwidth * hw.link_efficiency
+
+
+def _steps(kind: str, n: int) -> int:
+    """Ring steps of NCCL's model: ``2 (n - 1)`` for an all-reduce, ``n - 1`` otherwise."""
+    return 2 * (n - 1) if kind == "all-reduce" else n - 1
+
+
+def _near(c: Collective, hw: Hardware, topo: Topology, group: Sequence[int]) -> tuple[float, int, str]:
+    """(transfer seconds, hops or steps, links) of ``c`` over ``group``, all in one slice or node."""
+    if hw.kind == "gpu":
+        return c.wire_bytes / _fast(hw), _steps(c.kind, c.group_size), "nvlink"
+    chips = {topo.coords[d] for d in group}
+    if len(chips) == 1:
+        return c.wire_bytes / hw.hbm_bandwidth, 0, "chip"
+    per_chip = len(group) / len(chips)  # devices of one chip share its links
+    dims = [i for i in range(len(topo.shape)) if len({p[i] for p in chips}) > 1]
+    extents = [_extent(sorted({p[i] for p in chips}), topo.shape[i], topo.wraps[i]) for i in dims]
+    rings = [topo.wraps[i] and e == topo.shape[i] for i, e in zip(dims, extents)]
+    bandwidths = [_fast(hw) * (2 if ring else 1) for ring in rings]
+    sharing = math.prod(extents) / len(chips) * per_chip  # concurrent groups in one box share its links
+    if c.kind == "all-to-all":
+        seconds = c.bytes * max(e / b for e, b in zip(extents, bandwidths)) / 4 * sharing
+        return seconds, max(extents) // 2, "ici"
+    hops = sum(e // 2 if ring else e - 1 for e, ring in zip(extents, rings))
+    return c.wire_bytes * sharing / sum(bandwidths), hops * (2 if c.kind == "all-reduce" else 1), "ici"
+
+
+def _extent(values: Sequence[int], size: int, wraps: bool) -> int:
+    """Chips a group spans along one dimension: ``max - min + 1``, or on a ring the shortest arc covering it."""
+    if not wraps:
+        return values[-1] - values[0] + 1
+    gaps = [(values[(i + 1) % len(values)] - v) % size for i, v in enumerate(values)]
+    return size - max(gaps) + 1
+
+
+def _distance(topo: Topology, a: int, b: int) -> int:
+    """Torus hops between devices ``a`` and ``b``."""
+    hops = 0
+    for x, y, size, wraps in zip(topo.coords[a], topo.coords[b], topo.shape, topo.wraps):
+        d = abs(x - y)
+        hops += min(d, size - d) if wraps else d
+    return hops
+
+
+# -- text ---------------------------------------------------------------------------------------------------
+
+
+def human_seconds(s: float) -> str:
+    """``s`` seconds in the unit that reads best.
+
+    Examples:
+        >>> human_seconds(0.00068), human_seconds(8e-6), human_seconds(1.5), human_seconds(0)
+        ('680.0 us', '8.0 us', '1.50 s', '0')
+    """
+    if s == 0:
+        return "0"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3)):
+        if s >= scale:
+            return f"{s / scale:.2f} {unit}"
+    return f"{s / 1e-6:.1f} us"
+
+
+def format_step(step: StepTime) -> str:
+    """The step as one line of totals, a table of collectives, and communication by mesh axes."""
+    hw = step.hardware
+    basis = (
+        f"max(compute {human_seconds(step.compute)}, memory {human_seconds(step.memory)})"
+        if step.flops is not None
+        else "no cost analysis, so no compute time"
+    )
+    lines = [
+        f"{step.title} on {hw.name}: step {human_seconds(step.step)} = {basis} + "
+        f"{human_seconds(step.exposed)} exposed communication (of {human_seconds(step.communication)})"
+    ]
+    if not step.collectives:
+        return lines[0] + "\n"
+    rows = [
+        [
+            str(t.index),
+            t.collective.kind + (" (async)" if t.collective.is_async else ""),
+            t.collective.over,
+            human_bytes(t.collective.wire_bytes),
+            str(t.collective.executions),
+            t.links,
+            str(t.hops),
+            "-" if math.isinf(t.bandwidth) or not t.bandwidth else f"{t.bandwidth / 1e9:.1f}",
+            human_seconds(t.seconds),
+            human_seconds(t.total),
+            human_seconds(t.exposed),
+        ]
+        for t in step.collectives
+    ]
+    lines += aligned(
+        ["#", "kind", "over", "sent/device", "runs", "links", "hops", "GB/s", "time/run", "total", "exposed"], rows
+    )
+    lines.append("by mesh axes:")
+    lines += aligned(["", "communication"], [[k, human_seconds(v)] for k, v in step.by_axes().items()])
+    return "\n".join(lines) + "\n"
+
+
+# -- picture ------------------------------------------------------------------------------------------------
+
+
+def timeline_image(step: StepTime, path: str | os.PathLike) -> None:
+    """Draws ``step.save_image``'s timeline (see there)."""
+    from shardkit.inspect import images
+
+    rows = ["compute / memory", *dict.fromkeys(t.collective.over for t in step.collectives)]
+    figure = images._figure(11, 1.2 + 0.45 * len(rows))
+    axes = figure.add_subplot()
+    y = {name: i for i, name in enumerate(rows)}
+    busy = max(step.compute, step.memory)
+    us = 1e6  # draw in microseconds
+    if busy:
+        axes.barh(0, busy * us, color="#4c72b0", height=0.6)
+    hidden_at, exposed_at = 0.0, busy  # hidden parts run under the compute, exposed parts after it
+    for t in step.collectives:
+        hidden, row = t.total - t.exposed, y[t.collective.over]
+        if hidden:
+            axes.barh(row, hidden * us, left=hidden_at * us, color="#a6cee3", height=0.6, edgecolor="white")
+        if t.exposed:
+            axes.barh(row, t.exposed * us, left=exposed_at * us, color="#e31a1c", height=0.6, edgecolor="white")
+        hidden_at, exposed_at = hidden_at + hidden, exposed_at + t.exposed
+    axes.axvline(step.step * us, color="black", linestyle="--", linewidth=1)
+    axes.set_yticks(range(len(rows)), rows, fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlabel("microseconds (light: hidden under compute; red: exposed, after it; in program order)")
+    axes.set_title(
+        f"{step.title} on {step.hardware.name}: step {human_seconds(step.step)} (dashed), "
+        f"{human_seconds(step.exposed)} of {human_seconds(step.communication)} communication exposed",
+        fontsize=9,
+    )
+    images._save(figure, path)

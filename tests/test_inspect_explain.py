@@ -1,0 +1,322 @@
+"""report.explain(): every collective of the examples and of programs after public reproductions explained, its
+origins concrete (an argument, result or constraint with a Python line), its shardings Shardy's own.
+
+The programs follow the reproductions in the issues users file most about sharded compilers: jax#18591
+(an "involuntary full rematerialization" from a reshape of a sharded array), jax#20381 (an all-gather or
+all-reduce around a dot whose operands disagree), xla#15207 (an embedding lookup into a sharded table) and
+xla#7148 (collectives XLA inserts without saying why: concatenation, cumulative sums, uneven dimensions); plus
+the shard_map boundary and explicit collectives.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import shardkit as sk
+from shardkit import P
+from shardkit.inspect import explain as explain_
+from shardkit.tools.report import ReportMain
+from tests.examples import load_example
+from tests.jax_oracle import jax_mesh
+
+ROOT = Path(__file__).resolve().parents[1]
+M2 = sk.make_mesh((4, 2), ("data", "model"))
+F32 = np.float32
+CONCRETE = {"argument", "result", "constraint", "shard_map input", "shard_map output"}
+
+
+def struct(shape, spec, dtype=F32):
+    return sk.ShapeDtypeStruct(shape, dtype, sharding=sk.NamedSharding(M2, P(*spec)))
+
+
+def constrain(x, *spec):
+    return sk.with_sharding_constraint(x, sk.NamedSharding(M2, P(*spec)))
+
+
+def shard_map(body, in_specs, out_specs):
+    return jax.shard_map(body, mesh=jax_mesh(M2), in_specs=in_specs, out_specs=out_specs)
+
+
+# name -> (function, argument structs, out spec or None)
+PROGRAMS = {
+    "jax18591_reshape_remat": (lambda x: x.reshape(128) * 2, [struct((8, 16), ("data", "model"))], ("data",)),
+    "jax18591_transpose_constraint": (
+        lambda x: constrain(x.T, "data", None),
+        [struct((16, 8), ("data", None))],
+        None,
+    ),
+    "jax20381_contracting_both_sides": (
+        lambda a, b: a @ b,
+        [struct((16, 32), (None, "model")), struct((32, 16), ("model", None))],
+        (),
+    ),
+    "jax20381_out_sharding_disagrees": (
+        lambda a, b: a @ b,
+        [struct((16, 32), ("data", None)), struct((32, 16), (None, "model"))],
+        ("model", "data"),
+    ),
+    "xla15207_embedding_lookup": (
+        lambda table, ids: table[ids],
+        [struct((64, 16), ("model", None)), struct((8,), ("data",), np.int32)],
+        ("data", None),
+    ),
+    "xla15207_scatter_add": (
+        lambda table, ids, rows: table.at[ids].add(rows),
+        [struct((64, 16), ("model", None)), struct((8,), ("data",), np.int32), struct((8, 16), ("data", None))],
+        ("model", None),
+    ),
+    "xla7148_concatenate_sharded": (
+        lambda a, b: jnp.concatenate([a, b], axis=0) * 2,
+        [struct((8, 16), ("data", None)), struct((8, 16), ("data", None))],
+        ("data", None),
+    ),
+    "xla7148_cumsum_sharded_axis": (lambda x: jnp.cumsum(x, axis=0), [struct((16, 8), ("data", None))], None),
+    "xla7148_uneven_constraint": (
+        lambda x: constrain(jnp.tanh(x), None, "model").sum(0),
+        [struct((4, 9), ("data", None))],
+        (),
+    ),
+    "argmax_over_sharded_axis": (lambda x: jnp.argmax(x, axis=1), [struct((8, 16), ("data", "model"))], ("data",)),
+    "shard_map_psum": (
+        shard_map(lambda x: jax.lax.psum(x, "model"), jax.P("data", "model"), jax.P("data", None)),
+        [struct((8, 16), ("data", "model"))],
+        ("data", None),
+    ),
+    "shard_map_boundary": (
+        shard_map(lambda x: x * 2, jax.P(None, "model"), jax.P(None, "model")),
+        [struct((8, 16), ("data", None))],
+        ("data", None),
+    ),
+}
+
+
+def lowered_program(name: str) -> sk.Lowered:
+    fn, args, out = PROGRAMS[name]
+    kwargs = {} if out is None else {"out_shardings": sk.NamedSharding(M2, P(*out))}
+    return sk.jit(fn, **kwargs).lower(*args)
+
+
+def check_explained(explanation: explain_.Explanation) -> None:
+    assert len(explanation.items) == len(explanation.report.collectives)
+    for item in explanation.items:
+        assert item.causes, item.summary
+        origins = [o for c in item.causes for o in c.origins]
+        assert any(o.kind in CONCRETE and o.source for o in origins), item.summary
+        assert all(c.reason in explain_.REASONS for c in item.causes)
+        assert item.summary.startswith(item.collective.kind)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_public_reproductions_explained(name):
+    lowered = lowered_program(name)
+    plan = lowered.communication()
+    xla = lowered.compile().communication()
+    assert plan.collectives or xla.collectives, f"{name} communicates nothing: not a useful reproduction"
+    check_explained(plan.explain())
+    check_explained(xla.explain())
+
+
+def test_reasons_of_reproductions():
+    def reasons(name):
+        lowered = lowered_program(name)
+        items = lowered.communication().explain().items or lowered.compile().communication().explain().items
+        return set(items[0].reasons)
+
+    expected = {
+        "jax18591_reshape_remat": {"in-sharding"},
+        "jax18591_transpose_constraint": {"constraint"},
+        "jax20381_contracting_both_sides": {"contracting"},
+        "jax20381_out_sharding_disagrees": {"out-sharding"},
+        "xla15207_embedding_lookup": {"lookup"},
+        "xla7148_cumsum_sharded_axis": {"partitioner"},
+        "argmax_over_sharded_axis": {"reduction"},
+        "shard_map_psum": {"explicit"},
+        "shard_map_boundary": {"shard_map"},
+    }
+    assert {name: reasons(name) for name in expected} == expected
+
+
+def test_contracting_names_both_arguments():
+    (item,) = lowered_program("jax20381_contracting_both_sides").communication().explain().items
+    (cause,) = item.causes
+    assert (cause.have.role, cause.have.spec, cause.need.spec) == ("lhs", "P(None, 'model')", "P('model', None)")
+    assert [(o.kind, o.name, o.axes) for o in cause.origins] == [
+        ("argument", "a", ("model",)),
+        ("argument", "b", ("model",)),
+    ]
+    assert all(
+        o.source and o.source.endswith(f"{Path(__file__).name}:{_line_of('lambda a, b: a @ b')}") for o in cause.origins
+    )
+
+
+def _line_of(text: str) -> int:
+    return next(i for i, line in enumerate(Path(__file__).read_text().splitlines(), 1) if text in line)
+
+
+def transformer_step():
+    t = load_example("transformer")
+    shardings = {k: s for k, (_, s) in t.PARAMS.items()}
+    batch, scalar = t.BATCH_SHARDING, t.named()
+    step = sk.jit(
+        t.train_step,
+        in_shardings=(shardings, shardings, shardings, scalar, batch, batch),
+        out_shardings=(shardings, shardings, shardings, scalar, scalar),
+    )
+    params = {k: sk.ShapeDtypeStruct(shape, F32, sharding=s) for k, (shape, s) in t.PARAMS.items()}
+    tokens = sk.ShapeDtypeStruct((t.BATCH, t.SEQ), np.int32, sharding=batch)
+    return t, step.lower(params, params, params, sk.ShapeDtypeStruct((), F32, sharding=scalar), tokens, tokens)
+
+
+@pytest.fixture(scope="module")
+def transformer():
+    return transformer_step()
+
+
+def test_transformer_every_collective_explained(transformer):
+    _, lowered = transformer
+    check_explained(lowered.communication().explain())
+    xla = lowered.compile().communication().explain()
+    check_explained(xla)
+    # the padded vocabulary: XLA's all-gathers of f32[64,258] carry no metadata; each is matched to Shardy's
+    # all-gather of the head's update into its replicated out_sharding, and says it was padded
+    padded = [i for i in xla.items if any(r.dims == (64, 258) for r in i.collective.results)]
+    assert padded
+    for item in padded:
+        assert item.collective.source is None
+        assert "uneven" in item.reasons
+        (cause,) = item.causes
+        assert cause.reason == "out-sharding"
+        assert {(o.kind, o.spec) for o in cause.need.origins} <= {("result", "P()")}
+        assert any(o.kind == "constraint" and o.source.endswith("transformer.py:73") for o in cause.have.origins)
+
+
+def test_mlp_every_collective_explained():
+    example = load_example("mlp_2d")
+    mesh = sk.make_mesh((4, 2), ("x", "y"))
+    train, params, data = example.build(mesh)
+    args = example.arguments(params, data)
+    lowered = train.lower(*args)
+    check_explained(lowered.communication().explain())
+    xla = lowered.compile().communication().explain()
+    check_explained(xla)
+    (forward,) = [i for i in xla.items if i.collective.over == "'y'"]
+    assert forward.reasons == ("contracting",)
+    assert {o.name for o in forward.causes[0].origins} == {"p['w2']", "jit(step)/jvp()/shardkit_sharding_constraint"}
+
+
+def test_shardings_are_what_propagation_assigns(transformer):
+    """Differential: one of each reshard's two shardings is the one Shardy's propagation gives the value (the
+    producer's, or, where the op computes in another sharding and reshards its result, the consumer's)."""
+    _, lowered = transformer
+    table = lowered.run_passes("propagate").shardings()
+    by_value: dict[tuple, set[str]] = {}
+    for row in table:
+        key = (row.op, f"{_short(row.dtype)}[{','.join(map(str, row.shape))}]", row.op_name, row.source)
+        by_value.setdefault(key, set()).add(_full(row.spec, len(row.shape)))
+    checked = 0
+    for item in lowered.communication().explain().items:
+        for cause in item.causes:
+            v = cause.value
+            if cause.have.role != "producer" or not v.op.startswith("stablehlo.") or v.index:
+                continue
+            key = (v.op, v.type, v.op_name, v.source)
+            if key in by_value:
+                assert {cause.have.spec, cause.need.spec} & by_value[key], (item.summary, by_value[key])
+                checked += 1
+    assert checked >= 5
+
+
+def _short(dtype: str) -> str:
+    return {"f32": "f32", "i32": "s32", "i1": "pred"}.get(dtype, dtype)
+
+
+def _full(spec: Any, rank: int) -> str:
+    entries = [*spec, *[None] * (rank - len(spec))]
+    return "P()" if not any(entries) else "P(" + ", ".join(map(repr, entries)) + ")"
+
+
+def test_json_and_text(transformer):
+    _, lowered = transformer
+    explanation = lowered.communication().explain()
+    data = json.loads(explanation.to_json())
+    assert data["stage"] == "shardy"
+    assert len(data["collectives"]) == len(explanation.items)
+    first = data["collectives"][0]
+    assert {"collective", "summary", "reasons", "causes", "notes", "unexplained"} <= set(first)
+    assert {"reason", "value", "have", "need", "consumer"} <= set(first["causes"][0])
+    text = str(explanation)
+    assert text.splitlines()[0].startswith("Shardy's plan (before XLA): why each of")
+    assert len(text.splitlines()) == 1 + len(explanation.items)
+
+
+def test_image(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "why.png"
+    lowered_program("jax20381_contracting_both_sides").communication().explain().save_image(path)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_without_module_cannot_be_explained():
+    report = lowered_program("jax20381_contracting_both_sides").communication()
+    import dataclasses
+
+    with pytest.raises(ValueError, match="no StableHLO module to explain it from"):
+        dataclasses.replace(report, program=None).explain()
+
+
+def test_module_without_main():
+    from jaxlib.mlir import ir
+
+    from shardkit.dialects import context
+
+    module = ir.Module.parse("func.func @f() { return }", context())
+    with pytest.raises(ValueError, match="no function @main"):
+        explain_.analyse(module)
+
+
+# -- shardkit-report --explain -----------------------------------------------------------------------------------
+
+
+def run_tool(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = ReportMain(argv, stdout=out, stderr=err).run()
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def mlir_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("explain") / "dot.mlir"
+    path.write_text(lowered_program("jax20381_contracting_both_sides").as_text(debug_info=True))
+    return path
+
+
+@pytest.mark.parametrize("plan", [False, True])
+def test_cli_explain(mlir_file, plan):
+    code, out, err = run_tool([str(mlir_file), "--explain", "--json"] + ["--plan"] * plan)
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert data["stage"] == ("shardy" if plan else "xla")
+    assert [c["reasons"] for c in data["collectives"]] == [["contracting"]]
+    code, out, _ = run_tool([str(mlir_file), "--explain"] + ["--plan"] * plan)
+    assert code == 0 and "all-reduce over 'model'" in out and "because" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--explain", "--table"], "--explain explains the communication report; it does not apply to --table"),
+        (["--diff"], "expected two inputs (A.mlir B.mlir), got 1"),
+    ],
+)
+def test_cli_explain_errors(mlir_file, argv, message):
+    code, out, err = run_tool([str(mlir_file), *argv])
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and message in err
