@@ -23,7 +23,7 @@ def _docstring_names(doctest_namespace: dict) -> None:
     from jaxlib.mlir import ir
 
     import shardkit as sk
-    from shardkit.dialects import context, mhlo, sdy
+    from shardkit.dialects import context, mhlo, sdy as sdy_forms
 
     mesh = sk.make_mesh((4, 2), ("x", "y"))
     s = sk.NamedSharding(mesh, sk.P("x", "y"))
@@ -36,7 +36,7 @@ def _docstring_names(doctest_namespace: dict) -> None:
         ir=ir,
         context=context,
         mhlo=mhlo,
-        sdy=sdy,
+        sdy_forms=sdy_forms,
         mesh=mesh,
         mesh4x2=mesh,
         s=s,

@@ -35,6 +35,7 @@ from jax.core import ShapedArray
 from shardkit import _jaxlib
 from shardkit.caching import memoize
 from shardkit.host_copy import Box, aligned_empty, fill, run
+from shardkit.mesh import is_device
 from shardkit.sharding import (
     Sharding,
     SingleDeviceSharding,
@@ -489,25 +490,25 @@ class Array(jax.Array):
 # so only these can lose a piece while the first buffer lives on (jaxlib's is_deleted looks at that one);
 # every other array needs no per-buffer check, which matters: a fresh result's per-device arrays cost ~50 us
 # to read the first time.
-_SHARED: dict[int, Any] = {}
+_SHARING_BUFFERS: dict[int, Any] = {}
 
 
 def share(*impls: Any) -> None:
     """Records that another array may hold the device buffers of each of ``impls``."""
     for impl in impls:
         key = id(impl)
-        if key not in _SHARED:
+        if key not in _SHARING_BUFFERS:
 
             def forget(ref: weakref.ref, key: int = key) -> None:
-                if _SHARED.get(key) is ref:  # not a newer array that reuses the id
-                    del _SHARED[key]
+                if _SHARING_BUFFERS.get(key) is ref:  # not a newer array that reuses the id
+                    del _SHARING_BUFFERS[key]
 
-            _SHARED[key] = weakref.ref(impl, forget)
+            _SHARING_BUFFERS[key] = weakref.ref(impl, forget)
 
 
 def shared(impl: Any) -> bool:
     """Whether another array may hold some of ``impl``'s device buffers (see ``share``)."""
-    return id(impl) in _SHARED
+    return id(impl) in _SHARING_BUFFERS
 
 
 def alive(impl: Any) -> bool:
@@ -516,7 +517,7 @@ def alive(impl: Any) -> bool:
     buffers are shared; then about 0.6 us for 8 local buffers."""
     if impl.is_deleted():
         return False
-    if id(impl) not in _SHARED:
+    if id(impl) not in _SHARING_BUFFERS:
         return True
     buffers = _jaxlib.per_device_arrays(impl)
     return not buffers or not any(map(type(buffers[0]).is_deleted, buffers))  # unbound: half a methodcaller's cost
@@ -839,14 +840,10 @@ def _host_value(x: Any) -> tuple[np.ndarray, np.dtype, bool]:
     return value, dtype, weak
 
 
-def _is_device(x: Any) -> bool:
-    return hasattr(x, "platform") and hasattr(x, "id") and hasattr(x, "client")
-
-
 def _as_sharding(sharding: Any, ndim: int) -> Sharding:
     if sharding is None:
         return _on_device(jax.devices()[0])
-    if _is_device(sharding):
+    if is_device(sharding):
         return _on_device(sharding)
     if is_sharding_like(sharding):
         return as_sharding(sharding, ndim, "device_put")
@@ -879,10 +876,10 @@ def device_put(x: Any, sharding: Any = None) -> Any:
         return _put_leaf(x, sharding)
     leaves, tree = jax.tree_util.tree_flatten(x)
     try:
-        targets = jax.tree.broadcast(sharding, x, is_leaf=lambda s: is_sharding_like(s) or _is_device(s))
+        targets = jax.tree.broadcast(sharding, x, is_leaf=lambda s: is_sharding_like(s) or is_device(s))
     except (ValueError, TypeError) as e:
         raise ValueError(f"device_put's shardings are not a prefix of the value's tree: {e}") from None
-    flat_targets = jax.tree_util.tree_leaves(targets, is_leaf=lambda s: is_sharding_like(s) or _is_device(s))
+    flat_targets = jax.tree_util.tree_leaves(targets, is_leaf=lambda s: is_sharding_like(s) or is_device(s))
     return jax.tree_util.tree_unflatten(tree, [_put_leaf(v, s) for v, s in zip(leaves, flat_targets)])
 
 

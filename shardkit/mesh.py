@@ -299,7 +299,7 @@ def check_devices(devices: Sequence[Any], what: str) -> tuple[Any, ...]:
         raise ValueError(f"{what} must name at least one device, got none.")
     # Set-wise first (a mesh may have thousands of devices); the loops below only name the culprit.
     if not all(issubclass(t, _device_type()) for t in set(map(type, devices))):
-        i, d = next((i, d) for i, d in enumerate(devices) if not _is_device(d))
+        i, d = next((i, d) for i, d in enumerate(devices) if not is_device(d))
         raise TypeError(
             f"{what} must be jax Devices (such as jax.devices()[0]), but entry {i} is {d!r} ({type(d).__name__})."
         )
@@ -319,7 +319,7 @@ def check_devices(devices: Sequence[Any], what: str) -> tuple[Any, ...]:
 
 def check_device(device: Any, what: str) -> Any:
     """``device`` once it is a jax Device; TypeError naming ``what`` otherwise."""
-    if not _is_device(device):
+    if not is_device(device):
         raise TypeError(f"{what} must be a jax Device (such as jax.devices()[0]), got {device!r}.")
     return device
 
@@ -328,7 +328,8 @@ def _device_type() -> type:
     return jax.Device
 
 
-def _is_device(value: Any) -> bool:
+def is_device(value: Any) -> bool:
+    """Whether ``value`` is a jax Device (this process's, another client's, or a compile-only TPU device)."""
     return isinstance(value, _device_type())
 
 

@@ -253,14 +253,14 @@ def jit(
 
 
 # jit(f) twice shares one lowering cache and one call cache, as jax.jit does; the function is held weakly.
-_SHARED: weakref.WeakKeyDictionary[Callable, dict[Any, tuple[Lowering, dict]]] = weakref.WeakKeyDictionary()
-on_clear(_SHARED.clear)
+_BY_FUNCTION: weakref.WeakKeyDictionary[Callable, dict[Any, tuple[Lowering, dict]]] = weakref.WeakKeyDictionary()
+on_clear(_BY_FUNCTION.clear)
 
 
 def _shared(fun: Callable, options: JitOptions) -> tuple[Lowering, dict]:
     key = options.key()
     try:
-        per_fun = _SHARED.setdefault(fun, {})
+        per_fun = _BY_FUNCTION.setdefault(fun, {})
         hash(key)
     except TypeError:  # a function that cannot be weakly referenced, or unhashable settings: no sharing
         return Lowering(fun, options), {}

@@ -9,7 +9,7 @@ from jaxlib.mlir import ir
 import shardkit as sk
 from shardkit import P
 from shardkit._jaxlib import HloSharding
-from shardkit.dialects import context, mhlo, sdy
+from shardkit.dialects import context, mhlo, sdy as sdy_forms
 from tests.jax_oracle import random_case
 
 DEVS = jax.devices()
@@ -18,82 +18,92 @@ cases = st.integers(0, 2**31).map(lambda seed: random_case(np.random.default_rng
 
 
 def test_sdy_text_without_a_context():
-    t = sdy.SdyTensorSharding("mesh", (sdy.SdyDim(("x",), is_open=True, priority=1), sdy.SdyDim()), replicated=("y",))
+    t = sdy_forms.SdyTensorSharding(
+        "mesh", (sdy_forms.SdyDim(("x",), is_open=True, priority=1), sdy_forms.SdyDim()), replicated=("y",)
+    )
     assert str(t) == '#sdy.sharding<@mesh, [{"x", ?}p1, {}], replicated={"y"}>'
     assert t.body == '<@mesh, [{"x", ?}p1, {}], replicated={"y"}>'
-    assert str(sdy.SdyDim(is_open=True)) == "{?}"
-    assert str(sdy.SdyAxisRef("x", (1, 2))) == '"x":(1)2'
-    assert str(sdy.SdyMesh((("x", 4), ("y", 2)), tuple(range(8)))) == '#sdy.mesh<["x"=4, "y"=2]>'  # iota ids dropped
-    assert sdy.SdyMesh((), (3,)).body == "<[], device_ids=[3]>"
+    assert str(sdy_forms.SdyDim(is_open=True)) == "{?}"
+    assert str(sdy_forms.SdyAxisRef("x", (1, 2))) == '"x":(1)2'
+    assert (
+        str(sdy_forms.SdyMesh((("x", 4), ("y", 2)), tuple(range(8)))) == '#sdy.mesh<["x"=4, "y"=2]>'
+    )  # iota ids dropped
+    assert sdy_forms.SdyMesh((), (3,)).body == "<[], device_ids=[3]>"
     with pytest.raises(ValueError, match="has 8 positions, so its device_ids must list each of 0..7 once"):
-        sdy.SdyMesh((("x", 4), ("y", 2)), (0, 1))
+        sdy_forms.SdyMesh((("x", 4), ("y", 2)), (0, 1))
 
 
 def test_sdy_builds_what_it_prints():
     with context():
         for t in [
-            sdy.SdyTensorSharding("mesh", (sdy.SdyDim(("x", "y")), sdy.SdyDim(is_open=True))),
-            sdy.SdyTensorSharding(sdy.SdyMesh((("x", 4), ("y", 2)), (7, 6, 5, 4, 3, 2, 1, 0)), (sdy.SdyDim(("x",)),)),
-            sdy.SdyTensorSharding("m", (sdy.SdyDim((sdy.SdyAxisRef("x", (1, 2)),)), sdy.SdyDim()), unreduced=("y",)),
+            sdy_forms.SdyTensorSharding("mesh", (sdy_forms.SdyDim(("x", "y")), sdy_forms.SdyDim(is_open=True))),
+            sdy_forms.SdyTensorSharding(
+                sdy_forms.SdyMesh((("x", 4), ("y", 2)), (7, 6, 5, 4, 3, 2, 1, 0)), (sdy_forms.SdyDim(("x",)),)
+            ),
+            sdy_forms.SdyTensorSharding(
+                "m", (sdy_forms.SdyDim((sdy_forms.SdyAxisRef("x", (1, 2)),)), sdy_forms.SdyDim()), unreduced=("y",)
+            ),
         ]:
             attr = t.build()
             assert str(attr) == str(t)
-            assert sdy.SdyTensorSharding.from_attr(attr) == t
-        mesh = sdy.SdyMesh((("x", 4), ("y", 2)))
-        assert str(mesh.build()) == str(mesh) and sdy.SdyMesh.from_attr(mesh.build()) == mesh
+            assert sdy_forms.SdyTensorSharding.from_attr(attr) == t
+        mesh = sdy_forms.SdyMesh((("x", 4), ("y", 2)))
+        assert str(mesh.build()) == str(mesh) and sdy_forms.SdyMesh.from_attr(mesh.build()) == mesh
 
 
 @pytest.mark.parametrize("name", ["mesh", "a b", 'mesh"', "1x", "x.y$z", "é", "a\\b", "_m"])
 def test_symbol_names_print_as_mlir_prints_them(name):
-    tensor = sdy.SdyTensorSharding(name, (sdy.SdyDim(),))
+    tensor = sdy_forms.SdyTensorSharding(name, (sdy_forms.SdyDim(),))
     with context():
-        assert sdy.symbol_ref(name) == str(ir.FlatSymbolRefAttr.get(name))
+        assert sdy_forms.symbol_ref(name) == str(ir.FlatSymbolRefAttr.get(name))
         assert str(tensor) == str(tensor.build())
-        assert sdy.SdyTensorSharding.parse(str(tensor), context()) == tensor
+        assert sdy_forms.SdyTensorSharding.parse(str(tensor), context()) == tensor
 
 
 def test_malformed_sdy_text_gets_a_diagnostic():
     with pytest.raises(ir.MLIRError, match="sdy"):
-        sdy.SdyTensorSharding.parse('#sdy.sharding<@mesh, [{"x"}', context())
+        sdy_forms.SdyTensorSharding.parse('#sdy.sharding<@mesh, [{"x"}', context())
 
 
 def test_sharding_from_sdy_refuses_what_a_spec_cannot_say():
-    sub = sdy.SdyTensorSharding("mesh", (sdy.SdyDim((sdy.SdyAxisRef("x", (1, 2)),)),))
+    sub = sdy_forms.SdyTensorSharding("mesh", (sdy_forms.SdyDim((sdy_forms.SdyAxisRef("x", (1, 2)),)),))
     with pytest.raises(ValueError, match="Dimension 0 .* sub-axes"):
         sk.NamedSharding.from_sdy(sub, MESH)
     with pytest.raises(ValueError, match="unreduced"):
-        sk.NamedSharding.from_sdy(sdy.SdyTensorSharding("mesh", (sdy.SdyDim(),), unreduced=("x",)), MESH)
+        sk.NamedSharding.from_sdy(sdy_forms.SdyTensorSharding("mesh", (sdy_forms.SdyDim(),), unreduced=("x",)), MESH)
     with pytest.raises(ValueError, match="Resource axis: z"):
-        sk.NamedSharding.from_sdy(sdy.SdyTensorSharding("mesh", (sdy.SdyDim(("z",)),)), MESH)
+        sk.NamedSharding.from_sdy(sdy_forms.SdyTensorSharding("mesh", (sdy_forms.SdyDim(("z",)),)), MESH)
 
 
 def test_mesh_from_sdy():
-    assert sk.AbstractMesh.from_sdy(sdy.SdyMesh((("x", 4), ("y", 2)))) is sk.AbstractMesh((4, 2), ("x", "y"))
-    bound = sk.Mesh.from_sdy(sdy.SdyMesh((("x", 4), ("y", 2)), (7, 6, 5, 4, 3, 2, 1, 0)), DEVS)
+    assert sk.AbstractMesh.from_sdy(sdy_forms.SdyMesh((("x", 4), ("y", 2)))) is sk.AbstractMesh((4, 2), ("x", "y"))
+    bound = sk.Mesh.from_sdy(sdy_forms.SdyMesh((("x", 4), ("y", 2)), (7, 6, 5, 4, 3, 2, 1, 0)), DEVS)
     assert bound.device_ids.tolist() == [[7, 6], [5, 4], [3, 2], [1, 0]]
-    assert bound.to_sdy() == sdy.SdyMesh((("x", 4), ("y", 2)))  # the order belongs to the device assignment
+    assert bound.to_sdy() == sdy_forms.SdyMesh((("x", 4), ("y", 2)))  # the order belongs to the device assignment
     with pytest.raises(ValueError, match="bind it to devices with Mesh.from_sdy"):
-        sk.AbstractMesh.from_sdy(sdy.SdyMesh((("x", 8),), tuple(range(8))[::-1]))
+        sk.AbstractMesh.from_sdy(sdy_forms.SdyMesh((("x", 8),), tuple(range(8))[::-1]))
     with pytest.raises(ValueError, match="has 8 devices, but 4 were given"):
-        sk.Mesh.from_sdy(sdy.SdyMesh((("x", 8),)), DEVS[:4])
+        sk.Mesh.from_sdy(sdy_forms.SdyMesh((("x", 8),)), DEVS[:4])
     with pytest.raises(ValueError, match="maximal"):
-        sk.Mesh.from_sdy(sdy.SdyMesh((), (3,)), DEVS)
+        sk.Mesh.from_sdy(sdy_forms.SdyMesh((), (3,)), DEVS)
 
 
 def test_sdy_to_hlo():
-    mesh = sdy.SdyMesh((("x", 4), ("y", 2)))
-    t = sdy.SdyTensorSharding("mesh", (sdy.SdyDim(("y",), is_open=True), sdy.SdyDim(("x",), priority=0)))
+    mesh = sdy_forms.SdyMesh((("x", 4), ("y", 2)))
+    t = sdy_forms.SdyTensorSharding(
+        "mesh", (sdy_forms.SdyDim(("y",), is_open=True), sdy_forms.SdyDim(("x",), priority=0))
+    )
     assert repr(t.to_hlo(mesh)) == "{devices=[2,4]<=[4,2]T(1,0)}"  # open dims and priorities do not matter
-    permuted = sdy.SdyMesh(mesh.axes, (7, 6, 5, 4, 3, 2, 1, 0))
+    permuted = sdy_forms.SdyMesh(mesh.axes, (7, 6, 5, 4, 3, 2, 1, 0))
     assert repr(t.to_hlo(permuted)) == "{devices=[2,4]7,5,3,1,6,4,2,0}"
-    assert repr(sdy.SdyTensorSharding("m", ()).to_hlo(sdy.SdyMesh((), (3,)))) == "{maximal device=3}"
-    assert repr(sdy.SdyTensorSharding("m", (sdy.SdyDim(),)).to_hlo(mesh)) == "{replicated}"
+    assert repr(sdy_forms.SdyTensorSharding("m", ()).to_hlo(sdy_forms.SdyMesh((), (3,)))) == "{maximal device=3}"
+    assert repr(sdy_forms.SdyTensorSharding("m", (sdy_forms.SdyDim(),)).to_hlo(mesh)) == "{replicated}"
     with pytest.raises(ValueError, match=r'dimension 0 is sharded over the sub-axis "x":\(1\)2'):
-        sdy.SdyTensorSharding("m", (sdy.SdyDim((sdy.SdyAxisRef("x", (1, 2)),)),)).to_hlo(mesh)
+        sdy_forms.SdyTensorSharding("m", (sdy_forms.SdyDim((sdy_forms.SdyAxisRef("x", (1, 2)),)),)).to_hlo(mesh)
     with pytest.raises(ValueError, match=r'dimension 0 names axis "z", which mesh <\["x"=4, "y"=2\]> does not have'):
-        sdy.SdyTensorSharding("m", (sdy.SdyDim(("z",)),)).to_hlo(mesh)
+        sdy_forms.SdyTensorSharding("m", (sdy_forms.SdyDim(("z",)),)).to_hlo(mesh)
     with pytest.raises(ValueError, match=r'unreduced axes \{"y"\}'):
-        sdy.SdyTensorSharding("m", (sdy.SdyDim(("x",)),), unreduced=("y",)).to_hlo(mesh)
+        sdy_forms.SdyTensorSharding("m", (sdy_forms.SdyDim(("x",)),), unreduced=("y",)).to_hlo(mesh)
 
 
 def test_mhlo_attribute_and_strings():
@@ -116,8 +126,8 @@ def test_sdy_round_trip(case):
     sdy_mesh, tensor = named.to_sdy(len(shape))
     assert tensor.to_hlo(sdy_mesh) == named.to_hlo(len(shape))
     with context():
-        parsed = sdy.SdyTensorSharding.from_attr(ir.Attribute.parse(str(tensor)))
-        assert sdy.SdyMesh.from_attr(ir.Attribute.parse(str(sdy_mesh))) == sdy_mesh
+        parsed = sdy_forms.SdyTensorSharding.from_attr(ir.Attribute.parse(str(tensor)))
+        assert sdy_forms.SdyMesh.from_attr(ir.Attribute.parse(str(sdy_mesh))) == sdy_mesh
     assert parsed == tensor
     back = sk.NamedSharding.from_sdy(parsed, sk.Mesh.from_sdy(sdy_mesh, mesh.flat_devices))
     assert back.mesh is mesh
@@ -146,7 +156,7 @@ def test_mhlo_round_trip(case):
 def test_mesh_derived_from_a_tile_assignment_places_data_alike(case):
     mesh, spec, shape = case
     named = sk.NamedSharding(mesh, spec)
-    sdy_mesh, tensor = sdy.hlo_to_sdy(named.to_hlo(len(shape)), len(shape))
+    sdy_mesh, tensor = sdy_forms.hlo_to_sdy(named.to_hlo(len(shape)), len(shape))
     if not sdy_mesh.axes:
         assert named.is_fully_replicated
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from jaxlib.mlir import ir
 
-from shardkit.dialects import context, ir as irx, sdy
+from shardkit.dialects import context, irx, sdy as sdy_forms
 
 MODULE = """
 module {
@@ -50,12 +50,12 @@ def test_set_shardings_writes_each_holder_back():
     module = parse()
     sites = irx.walk_shardings(module)
     with module.context:
-        new = sdy.SdyTensorSharding("mesh", (sdy.SdyDim(("y",)), sdy.SdyDim())).build()
+        new = sdy_forms.SdyTensorSharding("mesh", (sdy_forms.SdyDim(("y",)), sdy_forms.SdyDim())).build()
         hlo = ir.StringAttr.get("{devices=[4,2]<=[8]}")
         irx.set_shardings(
             [
                 (sites[0], {irx.SDY_SHARDING: None, irx.MHLO_SHARDING: hlo}),  # a function argument changes form
-                (sites[2], {irx.SDY_SHARDING: sdy.SdyTensorSharding("mesh", ()).build()}),
+                (sites[2], {irx.SDY_SHARDING: sdy_forms.SdyTensorSharding("mesh", ()).build()}),
                 (sites[4], {irx.SDY_SHARDING: None}),  # the op's only result: the attribute goes away
                 (sites[5], {irx.SDY_SHARDING: new}),  # a constraint
                 (sites[7], {irx.MHLO_SHARDING: ir.StringAttr.get("{devices=[8]<=[8]}")}),  # one element of a tuple
@@ -121,13 +121,13 @@ def test_unparsable_op_sharding_is_kept_whole_for_each_result():
 def test_mesh_table_names_meshes_as_jax_does():
     module = parse()
     table = irx.MeshTable(module)
-    assert table.name(sdy.SdyMesh((("x", 4), ("y", 2)))) == "mesh"  # already declared
-    assert table.name(sdy.SdyMesh((("a", 8),))) == "mesh_0"
-    assert table.name(sdy.SdyMesh((("b", 8),))) == "mesh_1"
-    assert table.name(sdy.SdyMesh(())) == "empty_mesh"
-    assert table.name(sdy.SdyMesh((), (3,))) == "maximal_mesh_3"
-    assert table.name(sdy.SdyMesh((("a", 8),))) == "mesh_0"
-    assert table.resolve("mesh_1") == sdy.SdyMesh((("b", 8),)) and table.resolve("nope") is None
+    assert table.name(sdy_forms.SdyMesh((("x", 4), ("y", 2)))) == "mesh"  # already declared
+    assert table.name(sdy_forms.SdyMesh((("a", 8),))) == "mesh_0"
+    assert table.name(sdy_forms.SdyMesh((("b", 8),))) == "mesh_1"
+    assert table.name(sdy_forms.SdyMesh(())) == "empty_mesh"
+    assert table.name(sdy_forms.SdyMesh((), (3,))) == "maximal_mesh_3"
+    assert table.name(sdy_forms.SdyMesh((("a", 8),))) == "mesh_0"
+    assert table.resolve("mesh_1") == sdy_forms.SdyMesh((("b", 8),)) and table.resolve("nope") is None
     with module.context:
         table.emit()
     assert list(irx.meshes(module)) == ["mesh_0", "mesh_1", "empty_mesh", "maximal_mesh_3", "mesh"]
@@ -136,7 +136,7 @@ def test_mesh_table_names_meshes_as_jax_does():
 
 def test_mesh_table_keeps_the_first_symbol_of_a_repeated_mesh():
     module = parse('module { sdy.mesh @a = <["x"=2]>\n sdy.mesh @b = <["x"=2]> }')
-    assert irx.MeshTable(module).name(sdy.SdyMesh((("x", 2),))) == "a"
+    assert irx.MeshTable(module).name(sdy_forms.SdyMesh((("x", 2),))) == "a"
 
 
 def test_drop_attrs_reaches_function_arguments():

@@ -13,7 +13,7 @@ from jaxlib.mlir import ir
 
 import shardkit as sk
 from shardkit import passes
-from shardkit.dialects import context, ir as irx
+from shardkit.dialects import context, irx
 from shardkit.passes import Diagnostic, IRPrinting, Pass, PassError, PassManager, isolation
 
 # From Shardy's insert_explicit_reshards/reshape.mlir (openxla/shardy, Apache-2.0): jaxlib 0.10.2's

@@ -141,7 +141,7 @@ def test_run_passes_copies_the_module(tour):
 
 @pytest.mark.parametrize("pipeline, shardy", [("canonicalize", True), ("export-gspmd", False)])
 def test_compile_with_passes(tour, pipeline, shardy):
-    from shardkit.dialects.ir import uses_shardy
+    from shardkit.dialects.irx import uses_shardy
 
     f, x = tour
     lowered = f.lower(x)

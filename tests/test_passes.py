@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from jaxlib.mlir import ir
 
 from shardkit import passes
-from shardkit.dialects import context, ir as irx
+from shardkit.dialects import context, irx
 from shardkit.passes import IRPrinting, Pass, PassError, PassManager
 
 MODULE = """

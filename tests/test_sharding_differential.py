@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import shardkit as sk
-from shardkit.dialects import sdy
+from shardkit.dialects import sdy as sdy_forms
 from tests.jax_oracle import (
     jax_gspmd,
     jax_hlo_text,
@@ -41,7 +41,7 @@ def test_named_sharding_matches_jax(case):
     assert mine.memory_kind == theirs.memory_kind
     assert repr(mine.to_hlo(ndim)) == jax_hlo_text(theirs, ndim)
     sdy_mesh, tensor = mine.to_sdy(ndim)
-    inlined = sdy.SdyTensorSharding(sdy_mesh, tensor.dims, tensor.replicated, tensor.unreduced)
+    inlined = sdy_forms.SdyTensorSharding(sdy_mesh, tensor.dims, tensor.replicated, tensor.unreduced)
     assert str(inlined) == jax_sdy_text(theirs, ndim)
 
 

@@ -25,7 +25,7 @@ from jaxlib.mlir import ir
 import shardkit as sk
 from shardkit import P
 from shardkit._jaxlib import HloSharding, OpSharding, OpShardingType
-from shardkit.dialects import context, hlo_check, mhlo, sdy
+from shardkit.dialects import context, hlo_check, mhlo, sdy as sdy_forms
 from shardkit.executor.compile import compile_lowered
 from shardkit.mesh import EMPTY_MESH
 from tests.jax_oracle import jax_gspmd
@@ -40,7 +40,7 @@ _CHILD = """
 import json, os, sys, traceback
 import numpy as np, jax, shardkit as sk
 from shardkit import P, NamedSharding as NS
-from shardkit.dialects import context, mhlo, sdy
+from shardkit.dialects import context, mhlo, sdy as sdy_forms
 mesh = sk.make_mesh((4, 2), ("x", "y")); devs = sk.devices()
 def fresh():
     return sk.device_put(np.arange(32, dtype=np.float32).reshape(8, 4), NS(mesh, P("x", "y")))
@@ -186,40 +186,44 @@ MODEL_CRASHES = {
     ),
     # Shardy attributes.
     "model-crash-29": (
-        "from jaxlib.mlir import ir\nsdy.SdyTensorSharding.parse('', ir.Context())",
+        "from jaxlib.mlir import ir\nsdy_forms.SdyTensorSharding.parse('', ir.Context())",
         r"ValueError: .*no text",
     ),
     "model-crash-36": (
-        "out = str(sdy.SdyTensorSharding.parse('#sdy.sharding<@mesh, [{}]>', jax.interpreters.mlir.make_ir_context()))",
+        "out = str(sdy_forms.SdyTensorSharding.parse('#sdy.sharding<@mesh, [{}]>', "
+        "jax.interpreters.mlir.make_ir_context()))",
         r"ok: '#sdy.sharding<@mesh, \[\{\}\]>'",
     ),
     "model-crash-39": (
         "from jaxlib.mlir import ir\n"
-        "sdy.SdyTensorSharding.parse('#sdy.sharding<@mesh, [{\"x\":(0x10)9223372036854775807}]>', ir.Context())",
+        "sdy_forms.SdyTensorSharding.parse('#sdy.sharding<@mesh, [{\"x\":(0x10)9223372036854775807}]>', ir.Context())",
         r"MLIRError: Unable to parse attribute:.*1:6: .*unregistered dialect",
     ),
     "model-crash-39 (in a context with sdy: parses, then build refuses the sub-axis)": (
-        "t = sdy.SdyTensorSharding.parse('#sdy.sharding<@mesh, [{\"x\":(0x10)9223372036854775807}]>', context())\n"
+        "t = sdy_forms.SdyTensorSharding.parse("
+        "'#sdy.sharding<@mesh, [{\"x\":(0x10)9223372036854775807}]>', context())\n"
         "with context(): t.build()",
         r"ValueError: sub-axis \"x\":\(16\)9223372036854775807 needs",
     ),
     "model-crash-64": (
-        't = sdy.SdyTensorSharding.parse(\'#sdy.sharding<mesh<["_axis_0"=3]>, [{"y", ?}]>\', context())\n'
+        't = sdy_forms.SdyTensorSharding.parse(\'#sdy.sharding<mesh<["_axis_0"=3]>, [{"y", ?}]>\', context())\n'
         "with context(): t.build()",
         r"ValueError: .*names axis \"y\", which mesh <\[\"_axis_0\"=3\]> does not have",
     ),
     "model-crash-43 model-crash-57 model-crash-58 model-crash-61 (odd axis names round-trip)": (
-        "meshes = [sdy.SdyMesh((('a\\\\b', 8),), tuple(range(8))), sdy.SdyMesh((('x\"y', 3), ('\\u00e9', 4))),\n"
-        "          sdy.SdyMesh((('\\u00e9', 1), ('x\"y', 2)))]\n"
-        "with context(): out = [sdy.SdyMesh.from_attr(m.build()) == m for m in meshes]",
+        "meshes = [sdy_forms.SdyMesh((('a\\\\b', 8),), tuple(range(8))),\n"
+        "          sdy_forms.SdyMesh((('x\"y', 3), ('\\u00e9', 4))),\n"
+        "          sdy_forms.SdyMesh((('\\u00e9', 1), ('x\"y', 2)))]\n"
+        "with context(): out = [sdy_forms.SdyMesh.from_attr(m.build()) == m for m in meshes]",
         r"ok: \[True, True, True\]",
     ),
     "model-crash-48": (
-        "m = sdy.SdyMesh((), (0,))\nwith context(): out = str(m.build())",
+        "m = sdy_forms.SdyMesh((), (0,))\nwith context(): out = str(m.build())",
         r"ok: '#sdy.mesh<\[\], device_ids=\[0\]>'",
     ),
     "model-crash-56": (
-        "t = sdy.SdyTensorSharding(sdy.SdyMesh(()), (sdy.SdyDim(('x',)),))\nwith context(): t.build()",
+        "t = sdy_forms.SdyTensorSharding(sdy_forms.SdyMesh(()), (sdy_forms.SdyDim(('x',)),))\n"
+        "with context(): t.build()",
         r"ValueError: .*names axis \"x\", which mesh <\[\]> does not have",
     ),
     "model-crash-51": ("sk.Mesh(np.array(devs[:1]).reshape(()), None)", r"TypeError: axis_names must be a str"),
@@ -301,7 +305,7 @@ def test_user_built_hlo_shardings_and_protos_are_checked():
     with pytest.raises(ValueError, match="iota reshape"):
         sk.GSPMDSharding(DEVS, bad)
     with pytest.raises(ValueError, match="iota reshape"):
-        sdy.hlo_to_sdy(bad, 2)
+        sdy_forms.hlo_to_sdy(bad, 2)
     proto = OpSharding()
     proto.type = OpShardingType.OTHER
     proto.tile_assignment_dimensions = [-2, -2]
@@ -331,41 +335,45 @@ def test_gspmd_sharding_positions_fit_the_devices():
 
 def test_sdy_forms_refuse_what_shardy_forbids():
     with pytest.raises(ValueError, match='axis "a" must have a size of at least 1, got 0'):
-        sdy.SdyMesh((("a", 0),))
+        sdy_forms.SdyMesh((("a", 0),))
     with pytest.raises(ValueError, match=r"names must be unique, but 'a' repeats"):
-        sdy.SdyMesh((("a", 2), ("a", 2)))
+        sdy_forms.SdyMesh((("a", 2), ("a", 2)))
     with pytest.raises(TypeError, match=r"\(str, int\) pairs, got \(3, 2\)"):
-        sdy.SdyMesh(((3, 2),))
+        sdy_forms.SdyMesh(((3, 2),))
     with pytest.raises(ValueError, match="device_ids must list each of 0..1 once, got \\[5, 7\\]"):
-        sdy.SdyMesh((("a", 2),), (5, 7))
+        sdy_forms.SdyMesh((("a", 2),), (5, 7))
     with pytest.raises(ValueError, match="takes one device id"):
-        sdy.SdyMesh((), (0, 1))
+        sdy_forms.SdyMesh((), (0, 1))
     with pytest.raises(ValueError, match="at most 1048576"):
-        sdy.SdyMesh((("x", 2**62), ("y", 8)))
+        sdy_forms.SdyMesh((("x", 2**62), ("y", 8)))
     with pytest.raises(ValueError, match="symbol name must not be empty"):  # model-wrong-72: MLIR prints it invalid
-        sdy.SdyTensorSharding("", ())
+        sdy_forms.SdyTensorSharding("", ())
     with pytest.raises(TypeError, match="sequence of SdyDim"):
-        sdy.SdyTensorSharding("mesh", ("x",))
+        sdy_forms.SdyTensorSharding("mesh", ("x",))
     with pytest.raises(ValueError, match="priority must be None or an int"):
-        sdy.SdyDim(("x",), priority=-1)
+        sdy_forms.SdyDim(("x",), priority=-1)
     with pytest.raises(TypeError, match="name must be a str, got 3"):
-        sdy.SdyAxisRef(3)
-    mesh = sdy.SdyMesh((("x", 4), ("y", 2)))
+        sdy_forms.SdyAxisRef(3)
+    mesh = sdy_forms.SdyMesh((("x", 4), ("y", 2)))
     refused = {
-        'uses axis "x" twice': sdy.SdyTensorSharding(mesh, (sdy.SdyDim(("x",)), sdy.SdyDim(("x",)))),
-        'uses axis "x" twice \\("x":\\(1\\)2 and "x"\\)': sdy.SdyTensorSharding(
-            "mesh", (sdy.SdyDim((sdy.SdyAxisRef("x", (1, 2)),)),), replicated=("x",)
+        'uses axis "x" twice': sdy_forms.SdyTensorSharding(mesh, (sdy_forms.SdyDim(("x",)), sdy_forms.SdyDim(("x",)))),
+        'uses axis "x" twice \\("x":\\(1\\)2 and "x"\\)': sdy_forms.SdyTensorSharding(
+            "mesh", (sdy_forms.SdyDim((sdy_forms.SdyAxisRef("x", (1, 2)),)),), replicated=("x",)
         ),
-        'does not split axis "x" of size 4': sdy.SdyTensorSharding(mesh, (sdy.SdyDim((sdy.SdyAxisRef("x", (1, 3)),)),)),
-        "needs a pre-size of at least 1": sdy.SdyTensorSharding("m", (sdy.SdyDim((sdy.SdyAxisRef("x", (0, 2)),)),)),
-        'names axis "z"': sdy.SdyTensorSharding(mesh, (sdy.SdyDim(("z",)),)),
+        'does not split axis "x" of size 4': sdy_forms.SdyTensorSharding(
+            mesh, (sdy_forms.SdyDim((sdy_forms.SdyAxisRef("x", (1, 3)),)),)
+        ),
+        "needs a pre-size of at least 1": sdy_forms.SdyTensorSharding(
+            "m", (sdy_forms.SdyDim((sdy_forms.SdyAxisRef("x", (0, 2)),)),)
+        ),
+        'names axis "z"': sdy_forms.SdyTensorSharding(mesh, (sdy_forms.SdyDim(("z",)),)),
     }
     with context():
         for message, tensor in refused.items():
             with pytest.raises(ValueError, match=message):
                 tensor.build()
     with pytest.raises(ValueError, match='uses axis "x" twice'):
-        sdy.SdyTensorSharding("mesh", (sdy.SdyDim(("x",)), sdy.SdyDim(("x",)))).to_hlo(mesh)
+        sdy_forms.SdyTensorSharding("mesh", (sdy_forms.SdyDim(("x",)), sdy_forms.SdyDim(("x",)))).to_hlo(mesh)
     with pytest.raises(ValueError, match="shards more than one dimension"):
         mhlo.tile(mesh.axes, [("x",), ("x",)])
     with pytest.raises(ValueError, match="'z' is not an axis of the mesh"):
@@ -375,13 +383,13 @@ def test_sdy_forms_refuse_what_shardy_forbids():
 def test_sdy_parse_errors_are_named_or_located():
     """model-unclean-84: MLIR's own parse error is the located diagnostic (``1:14: unbalanced '<'``)."""
     with pytest.raises(ValueError, match="no text"):
-        sdy.SdyTensorSharding.parse("", context())
+        sdy_forms.SdyTensorSharding.parse("", context())
     with pytest.raises(TypeError, match="needs an MLIR context"):
-        sdy.SdyTensorSharding.parse("#sdy.sharding<@mesh, [{}]>", None)
+        sdy_forms.SdyTensorSharding.parse("#sdy.sharding<@mesh, [{}]>", None)
     with pytest.raises(ValueError, match="Expected an #sdy.sharding attribute"):
-        sdy.SdyTensorSharding.parse('#sdy.mesh<["a"=2]>', context())
+        sdy_forms.SdyTensorSharding.parse('#sdy.mesh<["a"=2]>', context())
     with pytest.raises(ir.MLIRError, match=r"1:14: unbalanced '<'"):
-        sdy.SdyTensorSharding.parse("#sdy.sharding<@mesh, [{}]", context())
+        sdy_forms.SdyTensorSharding.parse("#sdy.sharding<@mesh, [{}]", context())
 
 
 def case(id_: str, make, error: type[Exception], message: str):
@@ -457,7 +465,7 @@ DEVICE_ERRORS = [
         "tiles 2 dimensions, but the array has rank 1",
     ),
     case("model-unclean-76", lambda: P().axes_of(None), ValueError, "non-negative int; got None"),
-    case("model-unclean-76 (sub-axis)", lambda: sdy.SdyAxisRef("x", (None, 2)), TypeError, r"got \(None, 2\)"),
+    case("model-unclean-76 (sub-axis)", lambda: sdy_forms.SdyAxisRef("x", (None, 2)), TypeError, r"got \(None, 2\)"),
     case("axes_of", lambda: P().axes_of(-9), ValueError, "non-negative int; got -9"),
     case(
         "model-unclean-78",
@@ -467,7 +475,7 @@ DEVICE_ERRORS = [
     ),
     # An axis name that is not a str reached str.replace; positions beyond the device list; std::bad_alloc from
     # huge tile assignments.
-    case("model-unclean-74", lambda: sdy.SdyMesh(((1, 2),)), TypeError, r"\(str, int\) pairs"),
+    case("model-unclean-74", lambda: sdy_forms.SdyMesh(((1, 2),)), TypeError, r"\(str, int\) pairs"),
     case(
         "model-unclean-92 model-unclean-94 array-unclean-122",
         lambda: sk.GSPMDSharding(DEVS[:2], "{devices=[2]5,6}"),

@@ -28,7 +28,7 @@ import re
 from jaxlib.mlir import ir
 
 from shardkit import _jaxlib
-from shardkit.dialects import diagnostics, ir as irx, mhlo
+from shardkit.dialects import diagnostics, irx, mhlo
 
 _HEADER = re.compile(r"\A\s*(?://[^\n]*\n\s*)*HloModule\s")
 _PARTITIONS = re.compile(r"\bnum_partitions=(\d+)")

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import sdy as _sdy
+from jaxlib.mlir.dialects import sdy
 
 from shardkit._jaxlib import HloSharding
 from shardkit.dialects import mhlo
@@ -135,14 +135,14 @@ class SdyMesh:
             return f"maximal_mesh_{self.device_ids[0]}"
         return "mesh" if self.axes else "empty_mesh"
 
-    def build(self) -> _sdy.MeshAttr:
+    def build(self) -> sdy.MeshAttr:
         ids = [] if self.device_ids is None else list(self.device_ids)
-        return _sdy.MeshAttr.get([_sdy.MeshAxisAttr.get(n, s) for n, s in self.axes], ids)
+        return sdy.MeshAttr.get([sdy.MeshAxisAttr.get(n, s) for n, s in self.axes], ids)
 
     @classmethod
     def from_attr(cls, attr: ir.Attribute) -> SdyMesh:
-        mesh = _sdy.MeshAttr(attr)
-        axes = tuple((_utf8(lambda a=a: a.name), a.size) for a in map(_sdy.MeshAxisAttr, mesh.axes))
+        mesh = sdy.MeshAttr(attr)
+        axes = tuple((_utf8(lambda a=a: a.name), a.size) for a in map(sdy.MeshAxisAttr, mesh.axes))
         ids = tuple(mesh.device_ids)
         return cls(axes, ids or None)
 
@@ -173,18 +173,18 @@ class SdyAxisRef:
                 f"{MAX_DEVICES})."
             )
 
-    def build(self) -> _sdy.AxisRefAttr:
+    def build(self) -> sdy.AxisRefAttr:
         self.check()
         if self.sub is None:
-            return _sdy.AxisRefAttr.get(self.name)
-        return _sdy.AxisRefAttr.get(self.name, _sdy.SubAxisInfoAttr.get(*self.sub))
+            return sdy.AxisRefAttr.get(self.name)
+        return sdy.AxisRefAttr.get(self.name, sdy.SubAxisInfoAttr.get(*self.sub))
 
     @classmethod
     def from_attr(cls, attr: ir.Attribute) -> SdyAxisRef:
-        ref = _sdy.AxisRefAttr(attr)
+        ref = sdy.AxisRefAttr(attr)
         if ref.sub_axis_info is None:
             return cls(_utf8(lambda: ref.name))
-        info = _sdy.SubAxisInfoAttr(ref.sub_axis_info)
+        info = sdy.SubAxisInfoAttr(ref.sub_axis_info)
         return cls(_utf8(lambda: ref.name), (info.pre_size, info.size))
 
 
@@ -214,14 +214,14 @@ class SdyDim:
         prio = "" if self.priority is None else f"p{self.priority}"
         return "{" + ", ".join(parts) + "}" + prio
 
-    def build(self) -> _sdy.DimensionShardingAttr:
-        return _sdy.DimensionShardingAttr.get(
+    def build(self) -> sdy.DimensionShardingAttr:
+        return sdy.DimensionShardingAttr.get(
             [a.build() for a in self.axes], is_closed=not self.is_open, priority=self.priority
         )
 
     @classmethod
     def from_attr(cls, attr: ir.Attribute) -> SdyDim:
-        dim = _sdy.DimensionShardingAttr(attr)
+        dim = sdy.DimensionShardingAttr(attr)
         return cls(tuple(map(SdyAxisRef.from_attr, dim.axes)), not dim.is_closed, dim.priority)
 
 
@@ -296,10 +296,10 @@ class SdyTensorSharding:
     def __str__(self) -> str:
         return f"#sdy.sharding{self.body}"
 
-    def build(self) -> _sdy.TensorShardingAttr:
+    def build(self) -> sdy.TensorShardingAttr:
         self.check(None if isinstance(self.mesh, str) else self.mesh)
         mesh = self.mesh if isinstance(self.mesh, str) else self.mesh.build()
-        return _sdy.TensorShardingAttr.get(
+        return sdy.TensorShardingAttr.get(
             mesh,
             [d.build() for d in self.dims],
             replicated_axes=[a.build() for a in self.replicated],
@@ -308,7 +308,7 @@ class SdyTensorSharding:
 
     @classmethod
     def from_attr(cls, attr: ir.Attribute) -> SdyTensorSharding:
-        t = _sdy.TensorShardingAttr(attr)
+        t = sdy.TensorShardingAttr(attr)
         ref = t.mesh_or_ref
         mesh: MeshRef = _utf8(lambda: ref.value) if isinstance(ref, ir.FlatSymbolRefAttr) else SdyMesh.from_attr(ref)
         return cls(
@@ -364,7 +364,7 @@ class SdyTensorSharding:
             raise ValueError("SdyTensorSharding.parse got no text; expected '#sdy.sharding<@mesh, [...]>'.")
         with context:
             attr = ir.Attribute.parse(text)
-            if not _sdy.TensorShardingAttr.isinstance(attr):
+            if not sdy.TensorShardingAttr.isinstance(attr):
                 raise ValueError(f"Expected an #sdy.sharding attribute, got {attr}.")
             return cls.from_attr(attr)
 

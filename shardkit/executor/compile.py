@@ -15,7 +15,7 @@ import jax.extend.backend
 import numpy as np
 
 from shardkit import _jaxlib
-from shardkit.dialects import copy_module, ir as irx
+from shardkit.dialects import copy_module, irx
 from shardkit.executor import cache
 from shardkit.executor.targets import device_memory
 from shardkit.inspect import memory, sharding_table

@@ -18,7 +18,7 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import context, copy_module, ir as irx
+from shardkit.dialects import context, copy_module, irx
 from shardkit.inspect import locations, shardy
 from shardkit.inspect.communication import Collective, CommunicationReport, Totals
 from shardkit.inspect.table import ValueSharding, sharding_table

@@ -37,7 +37,7 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from shardkit.dialects import copy_module, ir as irx, sdy as sdy_forms
+from shardkit.dialects import copy_module, irx, sdy as sdy_forms
 from shardkit.inspect import communication, locations, shardy
 from shardkit.inspect.communication import Collective, CommunicationReport
 from shardkit.inspect.units import human_bytes

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 
-from shardkit.dialects import copy_module, dtypes, ir as irx, sdy as sdy_forms
+from shardkit.dialects import copy_module, dtypes, irx, sdy as sdy_forms
 from shardkit.inspect import groups as groups_, locations
 from shardkit.inspect.communication import Collective, CommunicationReport
 from shardkit.inspect.hlo import ArrayShape

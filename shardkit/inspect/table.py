@@ -21,7 +21,7 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from shardkit.dialects import ir as irx, sdy as sdy_forms
+from shardkit.dialects import irx, sdy as sdy_forms
 from shardkit.inspect import locations
 from shardkit.inspect.communication import aligned
 from shardkit.mesh import AbstractMesh

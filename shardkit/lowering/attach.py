@@ -20,10 +20,10 @@ import math
 from collections.abc import Sequence
 
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import sdy as sdy_ops, stablehlo
+from jaxlib.mlir.dialects import sdy, stablehlo
 
 from shardkit.caching import memoize
-from shardkit.dialects import ir as irx, mhlo, sdy
+from shardkit.dialects import irx, mhlo, sdy as sdy_forms
 from shardkit.lowering.constraint import DEVICES_ATTR, PLACEHOLDER, PLATFORM_ATTR, SDY_ATTR
 from shardkit.lowering.types import ShapeDtypeStruct
 from shardkit.sharding import Sharding
@@ -91,7 +91,7 @@ def _piece(aval: ShapeDtypeStruct, sharding: Sharding | None) -> tuple[int, ...]
 
 
 @memoize()
-def _sdy_form(sharding: Sharding, ndim: int) -> tuple[sdy.SdyMesh, sdy.SdyTensorSharding]:
+def _sdy_form(sharding: Sharding, ndim: int) -> tuple[sdy_forms.SdyMesh, sdy_forms.SdyTensorSharding]:
     """The pure-Python sdy values are memoised; MLIR attributes are built per module (they belong to its context)."""
     return sharding.to_sdy(ndim)
 
@@ -103,7 +103,7 @@ def _sharding_attr(sharding: Sharding, ndim: int, partitioner: str, table: irx.M
     return irx.SDY_SHARDING, _referring(tensor, mesh, table)
 
 
-def _referring(tensor: sdy.SdyTensorSharding, mesh: sdy.SdyMesh, table: irx.MeshTable) -> ir.Attribute:
+def _referring(tensor: sdy_forms.SdyTensorSharding, mesh: sdy_forms.SdyMesh, table: irx.MeshTable) -> ir.Attribute:
     """The attribute of ``tensor`` referring to ``mesh``'s symbol."""
     return dataclasses.replace(tensor, mesh=table.name(mesh)).build()
 
@@ -122,10 +122,10 @@ def _placeholders(module: ir.Module) -> list[ir.Operation]:
 
 def _rewrite_constraint(op: ir.Operation, partitioner: str, table: irx.MeshTable) -> None:
     operand = op.operands[0]
-    tensor = sdy.SdyTensorSharding.from_attr(op.attributes[SDY_ATTR])
+    tensor = sdy_forms.SdyTensorSharding.from_attr(op.attributes[SDY_ATTR])
     with ir.InsertionPoint(op), op.location:
         if partitioner == "shardy":
-            new = sdy_ops.ShardingConstraintOp(operand, _referring(tensor, tensor.mesh, table))
+            new = sdy.ShardingConstraintOp(operand, _referring(tensor, tensor.mesh, table))
         else:
             new = irx.gspmd_constraint(operand, op.attributes[irx.MHLO_SHARDING], tensor.open_dims)
     op.result.replace_all_uses_with(new.result)
@@ -141,7 +141,7 @@ def constraint_meshes(module: ir.Module) -> list[DeviceRefs | int]:
             platform = ir.StringAttr(op.attributes[PLATFORM_ATTR]).value
             out.append(tuple((platform, i) for i in ir.DenseI64ArrayAttr(op.attributes[DEVICES_ATTR])))
         else:
-            mesh = sdy.SdyTensorSharding.from_attr(op.attributes[SDY_ATTR]).mesh
+            mesh = sdy_forms.SdyTensorSharding.from_attr(op.attributes[SDY_ATTR]).mesh
             out.append(mesh.size)
     return out
 

@@ -28,7 +28,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from shardkit import _jaxlib
 from shardkit.array import device_put
-from shardkit.dialects import ir as irx, mhlo, sdy
+from shardkit.dialects import irx, mhlo, sdy as sdy_forms
 from shardkit.lowering.trace import tracing_for_shardkit
 from shardkit.sharding import Sharding, as_sharding, is_sharding_like
 
@@ -53,7 +53,7 @@ def _lower(ctx: Any, x: ir.Value, *, sharding: Sharding) -> list[ir.Value]:
         jax_sharding = sharding.to_jax(ndim)
         return jax_mlir.lower_fun(lambda v: jax.lax.with_sharding_constraint(v, jax_sharding), False)(ctx, x)
     mesh, tensor = sharding.to_sdy(ndim)
-    inlined = sdy.SdyTensorSharding(mesh, tensor.dims, tensor.replicated, tensor.unreduced)
+    inlined = sdy_forms.SdyTensorSharding(mesh, tensor.dims, tensor.replicated, tensor.unreduced)
     op = stablehlo.CustomCallOp([x.type], [x], call_target_name=PLACEHOLDER, has_side_effect=ir.BoolAttr.get(False))
     op.attributes[SDY_ATTR] = inlined.build()
     op.attributes[irx.MHLO_SHARDING] = mhlo.build(sharding.to_hlo(ndim))

@@ -33,7 +33,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
-from shardkit.dialects import context, copy_module, diagnostics, dtypes, hlo_text, ir as irx, mhlo
+from shardkit.dialects import context, copy_module, diagnostics, dtypes, hlo_text, irx, mhlo
 from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding, symbol_ref
 from shardkit.lowering.lower import LoweredModule
 from shardkit.lowering.types import ShapeDtypeStruct

@@ -23,7 +23,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from shardkit.array import Array, device_dtype, is_key, sharding_mismatch
-from shardkit.dialects import ir as irx
+from shardkit.dialects import irx
 from shardkit.dialects.sdy import SdyMesh
 from shardkit.lowering.attach import attach, constraint_meshes
 from shardkit.lowering.constraint import with_sharding_constraint

@@ -10,7 +10,7 @@ import dataclasses
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import ir as irx
+from shardkit.dialects import irx
 from shardkit.passes.base import Pass
 
 

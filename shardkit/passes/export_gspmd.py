@@ -20,7 +20,7 @@ from collections.abc import Callable
 from jaxlib.mlir import ir
 
 from shardkit._jaxlib import HloSharding
-from shardkit.dialects import diagnostics, ir as irx, mhlo, sdy as forms
+from shardkit.dialects import diagnostics, irx, mhlo, sdy as sdy_forms
 from shardkit.passes.base import Pass
 
 # sdy.return only ends the region of an op that is reported itself.
@@ -42,11 +42,11 @@ class ExportGSPMD(Pass):
         def convert(attr: ir.Attribute) -> HloSharding:
             """The HLO sharding of an ``#sdy.sharding``; ValueError saying why it has none."""
             if attr not in converted:
-                tensor = forms.SdyTensorSharding.from_attr(attr)
+                tensor = sdy_forms.SdyTensorSharding.from_attr(attr)
                 mesh = meshes.resolve(tensor.mesh)
                 try:
                     if mesh is None:
-                        raise ValueError(f"unknown mesh {forms.symbol_ref(tensor.mesh)}")
+                        raise ValueError(f"unknown mesh {sdy_forms.symbol_ref(tensor.mesh)}")
                     converted[attr] = tensor.to_hlo(mesh)
                 except ValueError as e:
                     converted[attr] = f"cannot export {tensor} to GSPMD: {diagnostics.clause(e)}"
@@ -72,7 +72,7 @@ class ExportGSPMD(Pass):
     def _export_op(self, op: ir.Operation, convert: Callable[[ir.Attribute], HloSharding]) -> None:
         name = op.name
         if name in irx.CONSTRAINT_OPS:
-            tensor = forms.SdyTensorSharding.from_attr(op.attributes["sharding"])
+            tensor = sdy_forms.SdyTensorSharding.from_attr(op.attributes["sharding"])
             try:
                 hlo = mhlo.build(convert(op.attributes["sharding"]))
             except ValueError as e:

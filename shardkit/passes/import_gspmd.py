@@ -14,7 +14,7 @@ import dataclasses
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from shardkit.dialects import diagnostics, ir as irx, mhlo, sdy as forms
+from shardkit.dialects import diagnostics, irx, mhlo, sdy as sdy_forms
 from shardkit.passes.base import Pass
 
 
@@ -27,11 +27,11 @@ class ImportGSPMD(Pass):
     def apply(self, module: ir.Module) -> None:
         table = irx.MeshTable(module)
 
-        def convert(site: irx.Site, open_dims: frozenset[int] = frozenset()) -> forms.SdyTensorSharding:
+        def convert(site: irx.Site, open_dims: frozenset[int] = frozenset()) -> sdy_forms.SdyTensorSharding:
             """The Shardy form of the value's ``mhlo.sharding``; ValueError saying why it has none."""
             text = site.shardings[irx.MHLO_SHARDING]
             try:
-                mesh, tensor = forms.hlo_to_sdy(mhlo.read(text), irx.rank(site.type))
+                mesh, tensor = sdy_forms.hlo_to_sdy(mhlo.read(text), irx.rank(site.type))
             except (ValueError, RuntimeError) as e:  # xla raises RuntimeError for unparsable strings
                 shown = ir.StringAttr(text).value if isinstance(text, ir.StringAttr) else text
                 raise ValueError(f"cannot import mhlo.sharding {shown}: {diagnostics.clause(e)}") from None
@@ -52,7 +52,7 @@ class ImportGSPMD(Pass):
                 return None
             if target.startswith("SPMD"):
                 self.emit_error(
-                    site.op, f"{forms.symbol_ref(target)} (manual sharding) has no Shardy form in import-gspmd"
+                    site.op, f"{sdy_forms.symbol_ref(target)} (manual sharding) has no Shardy form in import-gspmd"
                 )
                 return None
             return {irx.MHLO_SHARDING: None, irx.SDY_SHARDING: convert(site).build()}

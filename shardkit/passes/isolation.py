@@ -36,7 +36,7 @@ from typing import Any, BinaryIO
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import ir as irx
+from shardkit.dialects import irx
 from shardkit.dialects.diagnostics import Diagnostic, from_mlir_error, op_position
 from shardkit.dialects.sdy import symbol_ref
 from shardkit.passes.diagnostics import PassError

@@ -18,7 +18,7 @@ from typing import Literal
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from shardkit.dialects import ir as irx
+from shardkit.dialects import irx
 from shardkit.passes.base import Pass
 from shardkit.passes.mlir_pipeline import MlirPass
 

@@ -15,7 +15,7 @@ import math
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import diagnostics, ir as irx, mhlo, sdy as forms
+from shardkit.dialects import diagnostics, irx, mhlo, sdy as sdy_forms
 from shardkit.passes.base import Pass
 
 
@@ -40,12 +40,14 @@ class VerifyShardings(Pass):
             if irx.SDY_SHARDING in found and irx.MHLO_SHARDING in found:
                 self.emit_error(site.op, f"{site.label} - has both sdy.sharding and mhlo.sharding")
             if irx.SDY_SHARDING in found:
-                tensor = forms.SdyTensorSharding.from_attr(found[irx.SDY_SHARDING])
+                tensor = sdy_forms.SdyTensorSharding.from_attr(found[irx.SDY_SHARDING])
                 self._check_sdy(site, tensor, meshes, partitions)
             if irx.MHLO_SHARDING in found:
                 self._check_hlo(site, found[irx.MHLO_SHARDING], partitions)
 
-    def _check_mesh(self, where: ir.Operation, mesh: forms.SdyMesh, partitions: int | None, label: str = "") -> None:
+    def _check_mesh(
+        self, where: ir.Operation, mesh: sdy_forms.SdyMesh, partitions: int | None, label: str = ""
+    ) -> None:
         if partitions is None or not (mesh.axes or mesh.is_maximal):
             return
         if mesh.is_maximal and mesh.device_ids[0] >= partitions:
@@ -59,16 +61,20 @@ class VerifyShardings(Pass):
             )
 
     def _check_sdy(
-        self, site: irx.Site, tensor: forms.SdyTensorSharding, meshes: dict[str, forms.SdyMesh], partitions: int | None
+        self,
+        site: irx.Site,
+        tensor: sdy_forms.SdyTensorSharding,
+        meshes: dict[str, sdy_forms.SdyMesh],
+        partitions: int | None,
     ) -> None:
         where, label = site.op, site.label
-        if isinstance(tensor.mesh, forms.SdyMesh):
+        if isinstance(tensor.mesh, sdy_forms.SdyMesh):
             mesh = tensor.mesh
             self._check_mesh(where, mesh, partitions, f"{label} - ")
         elif tensor.mesh in meshes:
             mesh = meshes[tensor.mesh]
         else:
-            self.emit_error(where, f"{label} - unknown mesh: {forms.symbol_ref(tensor.mesh)}")
+            self.emit_error(where, f"{label} - unknown mesh: {sdy_forms.symbol_ref(tensor.mesh)}")
             return
         if mesh.is_maximal:
             return

@@ -22,7 +22,7 @@ from typing import BinaryIO, TextIO
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import context, diagnostics, ir as irx
+from shardkit.dialects import context, diagnostics, irx
 from shardkit.dialects.diagnostics import Diagnostic
 from shardkit.passes import IRPrinting, PassError, PassManager
 from shardkit.passes.manager import format_timings

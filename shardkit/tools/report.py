@@ -178,7 +178,7 @@ class ReportMain(ToolMain):
 
     def mesh_and_devices(self, module: ir.Module) -> tuple[Any, list[Any]]:
         """The mesh that names the groups and the devices the partitions run on (the first of this machine)."""
-        from shardkit.dialects import ir as irx
+        from shardkit.dialects import irx
 
         own = next((m for m in irx.meshes(module).values() if m.axes), None)
         if self.args.mesh:

@@ -92,7 +92,7 @@ class RunMain(ToolMain):
         import jax
 
         import shardkit as sk
-        from shardkit.dialects import ir as irx
+        from shardkit.dialects import irx
         from shardkit.dialects.sdy import symbol_ref
 
         mesh = sk.make_mesh(shape, names, devices=sk.devices()[: math.prod(shape)]) if names else None

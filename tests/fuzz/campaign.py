@@ -43,7 +43,7 @@ from jaxlib.mlir import ir  # noqa: E402
 import shardkit as sk  # noqa: E402
 from shardkit import P  # noqa: E402
 from shardkit._jaxlib import OpSharding, OpShardingType  # noqa: E402
-from shardkit.dialects import context, mhlo, sdy  # noqa: E402
+from shardkit.dialects import context, mhlo, sdy as sdy_forms  # noqa: E402
 from tests.jax_oracle import jax_gspmd, jax_named  # noqa: E402
 
 DEVS = jax.devices()
@@ -204,7 +204,7 @@ def sdy_meshes(draw: Any) -> Any:
 @st.composite
 def sdy_refs(draw: Any) -> Any:
     sub = draw(st.sampled_from([None, None, (1, 2), (2, 2), (0, 2), (1, 1), (1, 3), (2, 4), (1, 8)]))
-    return sdy.SdyAxisRef(draw(names), sub)
+    return sdy_forms.SdyAxisRef(draw(names), sub)
 
 
 @st.composite
@@ -212,14 +212,14 @@ def sdy_shardings(draw: Any) -> Any:
     axes, ids = draw(sdy_meshes())
     mesh: Any = draw(st.sampled_from(["mesh", "m", "", "a b", 'mesh"', "1x", "x.y$z", "é", "a\\b"]))
     if draw(st.booleans()):
-        mesh = sdy.SdyMesh(tuple(axes), ids)  # may raise: drawn inside the case
+        mesh = sdy_forms.SdyMesh(tuple(axes), ids)  # may raise: drawn inside the case
     dims = tuple(
-        sdy.SdyDim(
+        sdy_forms.SdyDim(
             tuple(draw(st.lists(sdy_refs(), max_size=2))), draw(st.booleans()), draw(st.sampled_from([None, 0, 3]))
         )
         for _ in range(draw(st.integers(0, 3)))
     )
-    return sdy.SdyTensorSharding(mesh, dims, tuple(draw(st.lists(sdy_refs(), max_size=2))))
+    return sdy_forms.SdyTensorSharding(mesh, dims, tuple(draw(st.lists(sdy_refs(), max_size=2))))
 
 
 device_like = st.sampled_from([*DEVS, 0, 3, "cpu:0", None, 2.5])
@@ -275,12 +275,12 @@ def op_sharding_target(proto: OpSharding, k: int) -> None:
 
 def sdy_text_target(text: str) -> None:
     C.mark("sdy_text", text)
-    t = C.run(lambda: sdy.SdyTensorSharding.parse(text, context()))
+    t = C.run(lambda: sdy_forms.SdyTensorSharding.parse(text, context()))
     if isinstance(t, Exception):
         return
     with context():
         built = C.run(t.build)
-        if not isinstance(built, Exception) and sdy.SdyTensorSharding.from_attr(built) != t:
+        if not isinstance(built, Exception) and sdy_forms.SdyTensorSharding.from_attr(built) != t:
             raise Finding(f"{text!r} builds an attribute that reads back differently")
 
 
@@ -310,12 +310,12 @@ def sdy_model_target(data: Any) -> None:
         C.compared("sdy text and MLIR's print")
         if str(built) != text:
             raise Finding(f"{t!r} prints {text} but MLIR prints {built}")
-        if sdy.SdyTensorSharding.from_attr(built) != t:
+        if sdy_forms.SdyTensorSharding.from_attr(built) != t:
             raise Finding(f"{t!r} reads back differently")
-    if isinstance(t.mesh, sdy.SdyMesh) and not t.mesh.is_maximal:
+    if isinstance(t.mesh, sdy_forms.SdyMesh) and not t.mesh.is_maximal:
         hlo = C.run(lambda: t.to_hlo(t.mesh))
         if not isinstance(hlo, Exception):
-            C.run(lambda: sdy.hlo_to_sdy(hlo, len(t.dims)))
+            C.run(lambda: sdy_forms.hlo_to_sdy(hlo, len(t.dims)))
 
 
 def mesh_target(data: Any) -> None:

@@ -4,7 +4,7 @@ import dataclasses
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import ir as irx, sdy
+from shardkit.dialects import irx, sdy as sdy_forms
 from shardkit.passes import Pass
 
 
@@ -23,7 +23,9 @@ class ShardLeadingDim(Pass):
             return
 
         def leading(rank: int) -> ir.Attribute:
-            return sdy.SdyTensorSharding(self.mesh, [sdy.SdyDim((self.axis,))] + [sdy.SdyDim()] * (rank - 1)).build()
+            return sdy_forms.SdyTensorSharding(
+                self.mesh, [sdy_forms.SdyDim((self.axis,))] + [sdy_forms.SdyDim()] * (rank - 1)
+            ).build()
 
         with module.context:
             irx.set_shardings(

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import sdy as sdy_ops, stablehlo
+from jaxlib.mlir.dialects import sdy, stablehlo
 
 from shardkit.dialects import mhlo
 from shardkit.dialects.sdy import SdyMesh
@@ -256,7 +256,7 @@ class MeshTable:
         """Declares the meshes ``name`` added, at the top of the module (needs an active context)."""
         with ir.InsertionPoint.at_block_begin(self.module.body), ir.Location.unknown():
             for name in self._new:
-                sdy_ops.MeshOp(name, self.by_name[name].build())
+                sdy.MeshOp(name, self.by_name[name].build())
         self._new.clear()
 
 
@@ -315,7 +315,7 @@ def _op_sites(op: ir.Operation) -> list[Site]:
     n = len(op.results)
     per_value: dict[str, list[ir.Attribute]] = {}
     if SDY_SHARDING in attrs:
-        per_value[SDY_SHARDING] = list(sdy_ops.TensorShardingPerValueAttr(attrs[SDY_SHARDING]).shardings)
+        per_value[SDY_SHARDING] = list(sdy.TensorShardingPerValueAttr(attrs[SDY_SHARDING]).shardings)
     if MHLO_SHARDING in attrs:
         per_value[MHLO_SHARDING] = mhlo.split(attrs[MHLO_SHARDING], n)
     if not per_value:
@@ -402,6 +402,6 @@ def _set_op_shardings(op: ir.Operation, changes: list[tuple[Site, Mapping[str, i
         elif len(present) != len(values):
             raise ValueError(f"'{op.name}' needs a {key} for each of its {len(values)} results, got {len(present)}.")
         elif key == SDY_SHARDING:
-            set_attr(op, key, sdy_ops.TensorShardingPerValueAttr.get(present))
+            set_attr(op, key, sdy.TensorShardingPerValueAttr.get(present))
         else:
             set_attr(op, key, mhlo.join(present, [r.type for r in op.results]))
