@@ -413,6 +413,7 @@ class _Facts:
         self._main_args = irx.value_attrs(self.main, "arg")
         self.argument = functools.cache(self.argument)  # type: ignore[method-assign]
         self.result = functools.cache(self.result)  # type: ignore[method-assign]
+        self.spec = functools.cache(self.spec)  # type: ignore[method-assign]  # a few shardings, asked for often
 
     # -- values, shardings, lines
 

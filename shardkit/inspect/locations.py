@@ -8,6 +8,7 @@ inside shardkit itself (lowering, ``with_sharding_constraint``) are skipped: the
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -26,7 +27,12 @@ def op_name(location: ir.Location | str) -> str:
 
 def source(location: ir.Location | str) -> str | None:
     """``file:line`` of the innermost Python frame outside shardkit (else the innermost one), or None."""
-    frames = _FILE.findall(str(location))
+    return _source(str(location))
+
+
+@functools.lru_cache(maxsize=4096)  # a program's ops share a few hundred locations; reports ask for each often
+def _source(location: str) -> str | None:
+    frames = _FILE.findall(location)
     for file, line in frames:
         if not os.path.abspath(file).startswith(_OWN):
             return f"{file}:{line}"
