@@ -144,27 +144,30 @@ class Sharding(jax.sharding.Sharding):
 
     @property
     def memory_kind(self) -> str | None:
-        return self._identity[-1]
+        return self._identity()[-1]
 
     def with_memory_kind(self, kind: str) -> Sharding:
         """The same placement in memory ``kind`` (ValueError when a device cannot address it)."""
         return self._from_key(*self._key()[:-1], kind)
 
-    @cached_property
+    # Memoised in the instance's __dict__ by hand: functools.cached_property takes a lock per first use (Python
+    # 3.11), which tripled the cost of hashing a fresh sharding on the call path.
     def _identity(self) -> tuple[Any, ...]:
-        return (type(self), *(_placement(v) for v in self._key()))
+        found = self.__dict__.get("_identity_memo")
+        if found is None:
+            found = self.__dict__["_identity_memo"] = (type(self), *map(_placement, self._key()))
+        return found
 
-    @cached_property
-    def _hash(self) -> int:
-        return hash(self._identity)
+    def __hash__(self) -> int:
+        found = self.__dict__.get("_hash_memo")
+        if found is None:
+            found = self.__dict__["_hash_memo"] = hash(self._identity())
+        return found
 
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
-        return isinstance(other, Sharding) and self._hash == other._hash and self._identity == other._identity
-
-    def __hash__(self) -> int:
-        return self._hash
+        return isinstance(other, Sharding) and hash(self) == hash(other) and self._identity() == other._identity()
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), tuple(map(_portable, self._key()))))
