@@ -57,6 +57,8 @@ _SPEC = re.compile(
 # Set only once jax's own backend is up, so they never reach a real TPU host's libtpu.
 _NO_TPU_HOST = {"TPU_SKIP_MDS_QUERY": "1", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_ACCELERATOR_TYPE": "v5litepod-4"}
 MAX_CPU_DEVICES = 4096  # XLA's CPU client makes this many in under a second; beyond, compile times grow quickly
+MAX_TPU_DEVICES = 65536  # above the largest multi-slice jobs published (about 50,000 chips); libtpu would make
+# as many devices as asked (262,144 for tpu-v5p:64x64x64) and a compile for them would not end in useful time
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -132,7 +134,7 @@ def _cpu(n: int) -> Target:
 
 @functools.cache
 def _tpu(generation: str, dims: str, slices: int) -> Target:
-    name = f"tpu-{generation}:{dims}" + (f",slices={slices}" if slices > 1 else "")
+    name = f"tpu-{generation}:{dims}" + (f",slices={slices}" if slices != 1 else "")
     if generation not in _TPU:
         raise ValueError(f"target {name!r}: unknown TPU generation {generation!r}; expected one of {', '.join(_TPU)}.")
     prefix, chip_config, rank = _TPU[generation]
@@ -142,8 +144,10 @@ def _tpu(generation: str, dims: str, slices: int) -> Target:
         raise ValueError(f"target {name!r}: a {generation} slice has {rank} dimensions of chips, e.g. '{example}'.")
     if slices < 1:
         raise ValueError(f"target {name!r}: slices must be at least 1.")
-    devices = _tpu_devices(name, f"{prefix}:{dims}", chip_config, slices)
     expected = math.prod(int(s) for s in sizes) * slices
+    if expected > MAX_TPU_DEVICES:
+        raise ValueError(f"target {name!r} has {expected:,} chips; a target may have at most {MAX_TPU_DEVICES:,}.")
+    devices = _tpu_devices(name, f"{prefix}:{dims}", chip_config, slices)
     if len(devices) != expected:
         raise ValueError(f"target {name!r}: libtpu made {len(devices)} devices, not one per chip ({expected}).")
     return Target(name, "tpu", generation, tuple(devices))

@@ -377,6 +377,45 @@ def abstract_mesh_target(data: Any) -> None:
 
 
 @st.composite
+def target_specs(draw: Any) -> str:
+    """Compile-target names: mostly of the grammar (generations, dimensions, slices, cpu counts), then mutated."""
+    gen = draw(st.sampled_from(["v4", "v5p", "v5e", "v6e", "v5", "v9", "", "V5E"]))
+    dims = "x".join(str(d) for d in draw(st.lists(st.sampled_from([0, 1, 2, 4, 3, 16, 10**20]), max_size=4)))
+    slices = draw(st.sampled_from(["", ",slices=2", ",slices=0", ",slices=-1", ",slices=99999"]))
+    count = draw(st.sampled_from(["", ":0", ":1", ":8", ":16", ":4097", ":-3", ":x"]))
+    spec = draw(st.sampled_from([f"tpu-{gen}:{dims}{slices}", f"cpu{count}", f" cpu{count} ", f"tpu-{gen}"]))
+    if draw(st.booleans()):
+        i = draw(st.integers(0, len(spec)))
+        spec = spec[:i] + draw(st.text(max_size=3)) + spec[i:]
+    return spec
+
+
+def target_target(spec: str) -> None:
+    """A target name is a target or a named error; a program compiled for a small one reports and refuses calls."""
+    from shardkit.executor import targets
+
+    C.mark("target", spec)
+    t = C.run(lambda: targets.target(spec, partitions=4))
+    if isinstance(t, Exception) or len(t.devices) > 16:
+        return
+    n = len(t.devices)
+    s = sk.NamedSharding(sk.AbstractMesh((n,), ("x",)), P("x"))
+    lowered = sk.jit(lambda a: (a * 2).sum()).lower(sk.ShapeDtypeStruct((2 * n, 3), np.float32, sharding=s))
+    compiled = C.run(lambda: lowered.compile(target=t))
+    if isinstance(compiled, Exception):
+        return
+    kinds = {c.kind for c in compiled.communication().collectives}
+    if n > 1 and "all-reduce" not in kinds:
+        raise Finding(f"a sum over {n} devices of {spec!r} compiled without an all-reduce: {kinds}")
+    held = compiled.memory().arguments  # TPU layouts pad small arrays to their tiles
+    if held < 2 * 3 * 4 or (t.platform == "cpu" and held != 2 * 3 * 4):
+        raise Finding(f"{spec!r}: each device holds 2x3 f32, but memory() says {held} bytes")
+    C.compared("a target's collectives and memory")
+    if not isinstance(C.run(lambda: compiled(np.ones((2 * n, 3), np.float32))), ValueError):
+        raise Finding(f"a program compiled for {spec!r} ran")
+
+
+@st.composite
 def mhlo_sharding_values(draw: Any) -> bytes:
     """What an ``mhlo.sharding`` attribute may hold: HLO text, a serialized OpSharding (perhaps cut or bit-flipped),
     whitespace, or bytes that are neither."""
@@ -646,6 +685,7 @@ TARGETS: dict[str, tuple[Callable, dict[str, Any], float]] = {
     "calls": (calls_target, {"data": st.data()}, 2),
     "lowering": (lowering_target, {"data": st.data()}, 1),
     "cache": (cache_target, {"data": st.data()}, 1),
+    "target": (target_target, {"spec": target_specs()}, 1),
 }
 
 
