@@ -356,3 +356,23 @@ def test_shardkit_report_target_errors(tmp_path, argv, message):
     path.write_text(SIXTEEN)
     code, _, err = report_tool([str(path), *argv])
     assert code == 1 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_counted_loops_where_xla_records_no_trip_count():
+    """XLA's TPU compiler records no trip counts; shardkit counts jax's counted loops itself (scan over the GPT's
+    layers), and on every loop XLA's CPU compiler does record a count for, shardkit's own count agrees."""
+    from shardkit.inspect import hlo, xla
+
+    step, args = gpt.build(sk.AbstractMesh((2, 4), ("data", "model")), batch=4)
+    lowered = step.lower(*args)
+    tpu = lowered.compile(target="tpu-v5e:2x4").communication()
+    on_cpu = lowered.compile(target="cpu:8")
+    assert {c.loops for c in on_cpu.communication().collectives} == {(), (gpt.LAYERS,)}  # XLA's own count
+    assert {c.loops for c in tpu.collectives} == {(), (gpt.LAYERS,)}
+    module = on_cpu.executable.hlo_modules()[0]
+    reader = xla._Reader(module, {}, on_cpu._lowered.device_assignment, None)
+    loops = [i for c in module.computations() for i in c.instructions() if i.opcode == xla._Op.kWhile]
+    assert loops
+    for loop in loops:
+        parsed = hlo.parse_instruction(loop.to_string())
+        assert reader.counted_trips(loop, parsed) == hlo.known_trip_count(parsed) == gpt.LAYERS

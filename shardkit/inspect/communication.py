@@ -16,8 +16,9 @@ collective-permute  ``B_in`` when the device sends to another device, else 0
 all-slice (Shardy)  0 (each device keeps a slice of what it holds)
 =================== ===============================
 
-A collective inside loops runs ``product of trip counts`` times per call of the program; where XLA does not
-know a trip count the collective is counted once and marked.
+A collective inside loops runs ``product of trip counts`` times per call of the program. The trip count is the
+one XLA records, else (XLA's TPU compiler records none) the count of a loop of jax's counted form read from the
+loop itself (``xla._Reader.counted_trips``); where neither is known the collective is counted once and marked.
 """
 
 from __future__ import annotations

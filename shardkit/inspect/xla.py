@@ -79,10 +79,58 @@ class _Reader:
                 self.found.append(self.collective(root, _COLLECTIVES[root.opcode][0], True, loops))
             elif op in _CALLERS:
                 parsed = hlo.parse_instruction(inst.to_string())
-                inner = loops + (hlo.known_trip_count(parsed),) if op == _Op.kWhile else loops
+                if op == _Op.kWhile:
+                    trips = hlo.known_trip_count(parsed) or self.counted_trips(inst, parsed)
+                    inner = loops + (trips,)
+                else:
+                    inner = loops
                 for callee in hlo.called_computations(parsed):
                     if callee in self.computations:
                         self.walk(callee, inner)
+
+    def counted_trips(self, loop: Any, parsed: hlo.Instruction) -> int | None:
+        """The trip count of a counted loop XLA recorded none for (its TPU compiler records none): counter
+        element ``k`` of the loop's tuple starts at a constant ``c``, the condition is ``counter < n`` for a
+        constant ``n`` and the body adds the constant 1, as jax's ``fori_loop`` and ``scan`` write it: ``n - c``.
+        None for any other form."""
+        condition = self.computations.get(parsed.attributes.get("condition", "").lstrip("%"))
+        body = self.computations.get(parsed.attributes.get("body", "").lstrip("%"))
+        if condition is None or body is None or not loop.operands() or loop.operands()[0].opcode != _Op.kTuple:
+            return None
+        compares = [op for op in map(self.op, condition.instructions()) if op[0] == _Op.kCompare]
+        if len(compares) != 1 or "direction=LT" not in compares[0][1]:
+            return None
+        counter, bound = compares[0][2]
+        k, n = _element(counter), _constant(bound)
+        if k is None or n is None:
+            return None
+        start = _constant(_uncopied(loop.operands()[0].operands()[k]))
+        roots = [i for i in body.instructions() if i.opcode == _Op.kTuple and not i.users()]
+        if start is None or len(roots) != 1 or len(roots[0].operands()) <= k:
+            return None
+        opcode, _, operands = self.op(roots[0].operands()[k])
+        if opcode != _Op.kAdd:
+            return None
+        a, b = operands
+        if not ((_element(a) == k and _constant(b) == 1) or (_element(b) == k and _constant(a) == 1)):
+            return None
+        return max(n - start, 0)
+
+    def op(self, inst: Any) -> tuple[Any, str, list[Any]]:
+        """(opcode, text, operands) of ``inst`` past its copies; a fusion that wraps one op (XLA's CPU compiler
+        wraps a loop's compare and add) as that op, on the fusion's operands."""
+        inst = _uncopied(inst)
+        operands = [_uncopied(o) for o in inst.operands()]
+        if inst.opcode != _Op.kFusion:
+            return inst.opcode, inst.to_string(), operands
+        called = self.computations.get(hlo.parse_instruction(inst.to_string()).attributes.get("calls", "").lstrip("%"))
+        inner = [] if called is None else [i for i in called.instructions() if i.opcode != _Op.kParameter]
+        if len(inner) != 1:
+            return inst.opcode, inst.to_string(), operands
+        numbers = [re.search(r"\bparameter\((\d+)\)", p.to_string()) for p in inner[0].operands()]
+        if not all(numbers) or any(int(m.group(1)) >= len(operands) for m in numbers):
+            return inst.opcode, inst.to_string(), operands
+        return inner[0].opcode, inner[0].to_string(), [operands[int(m.group(1))] for m in numbers]
 
     def collective(self, inst: Any, kind: str, is_async: bool, loops: tuple[int | None, ...]) -> Collective:
         parsed = hlo.parse_instruction(inst.to_string())
@@ -143,3 +191,26 @@ class _Reader:
             loops,
             moves_data,
         )
+
+
+def _uncopied(inst: Any) -> Any:
+    """``inst`` with the copies XLA put in front of it looked through."""
+    while inst.opcode == _Op.kCopy and inst.operands():
+        inst = inst.operands()[0]
+    return inst
+
+
+def _constant(inst: Any) -> int | None:
+    """The value of an integer scalar constant, else None."""
+    if inst.opcode != _Op.kConstant:
+        return None
+    match = re.search(r"\bconstant\((-?\d+)\)", inst.to_string())
+    return int(match.group(1)) if match else None
+
+
+def _element(inst: Any) -> int | None:
+    """``k`` where ``inst`` is element ``k`` of its computation's tuple parameter, else None."""
+    if inst.opcode != _Op.kGetTupleElement or _uncopied(inst.operands()[0]).opcode != _Op.kParameter:
+        return None
+    match = re.search(r"\bindex=(\d+)", inst.to_string())
+    return int(match.group(1)) if match else None
