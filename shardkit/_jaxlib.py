@@ -7,7 +7,6 @@ The MLIR bindings (``jaxlib.mlir``) are jaxlib's public Python API and are used 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -117,12 +116,25 @@ def device_list(devices: Sequence[Any]) -> Any:
     return xc.DeviceList(tuple(devices))
 
 
-@functools.cache
+MAX_VIRTUAL_CPU_DEVICES = 4096  # XLA's CPU client makes this many in under a second; the time grows with the count
+_VIRTUAL_CPU: dict[int, tuple[Any, ...]] = {}
+
+
 def virtual_cpu_devices(count: int) -> tuple[Any, ...]:
     """``count`` CPU devices of a second, private CPU client, to compile for more devices than this process's
     backend has (jax makes its CPU device count once, at backend start, from ``XLA_FLAGS``; jaxlib's client
-    factory takes the count directly). One client per count, kept for the process."""
-    return tuple(xc.make_cpu_client(num_devices=count).devices())
+    factory takes the count directly). One client per count, kept for the process; at most
+    ``MAX_VIRTUAL_CPU_DEVICES`` devices (callers check, with their own words)."""
+    if not 1 <= count <= MAX_VIRTUAL_CPU_DEVICES:
+        raise ValueError(f"{count} virtual CPU devices: between 1 and {MAX_VIRTUAL_CPU_DEVICES} can be made.")
+    if count not in _VIRTUAL_CPU:
+        _VIRTUAL_CPU[count] = tuple(xc.make_cpu_client(num_devices=count).devices())
+    return _VIRTUAL_CPU[count]
+
+
+def are_virtual_cpu_devices(devices: Sequence[Any]) -> bool:
+    """Whether ``devices`` are the ones ``virtual_cpu_devices(len(devices))`` made (asked without making any)."""
+    return _VIRTUAL_CPU.get(len(devices)) == tuple(devices)
 
 
 def compile_for(devices: Sequence[Any], module: Any, options: CompileOptions, callbacks: Sequence[Any]) -> Any:

@@ -376,3 +376,11 @@ def test_counted_loops_where_xla_records_no_trip_count():
     for loop in loops:
         parsed = hlo.parse_instruction(loop.to_string())
         assert reader.counted_trips(loop, parsed) == hlo.known_trip_count(parsed) == gpt.LAYERS
+
+
+def test_module_larger_than_any_virtual_machine_is_refused_at_load():
+    """Past the virtual CPU devices shardkit makes (XLA's CPU client would take minutes and gigabytes for a
+    million), loading names both counts instead of making them."""
+    huge = SIXTEEN.replace('"x"=4, "y"=4', '"x"=4096, "y"=2').replace("num_partitions = 16", "num_partitions = 8192")
+    with pytest.raises(ValueError, match=r"needs 8192 devices \(@mesh <\[\"x\"=4096, \"y\"=2\]>\): more than the 8 "):
+        sk.load(huge)

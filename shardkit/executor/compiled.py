@@ -181,7 +181,12 @@ class Compiled:
     # -- calling -----------------------------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._lowered.target is not None:
+        last = self._last
+        if last is not None:
+            out = last.run(args, kwargs)
+            if out is not MISS:
+                return out
+        if self._lowered.target is not None:  # off the steady path: a compile-only program never has a last call
             have = jax.devices()
             raise ValueError(
                 f"Compiled {self._lowered.name} was compiled for target {self._lowered.target}, whose "
@@ -189,11 +194,6 @@ class Compiled:
                 f"{have[0].platform} devices): it can be inspected (as_text, communication, memory, "
                 "cost_analysis), not called."
             )
-        last = self._last
-        if last is not None:
-            out = last.run(args, kwargs)
-            if out is not MISS:
-                return out
         leaves, tree = flatten_call(args, kwargs)
         if tree != self._lowered.in_tree:
             expected = self._lowered.in_tree

@@ -56,7 +56,7 @@ _SPEC = re.compile(
 # error for each on a machine without TPUs; compiling for a topology needs none of them (the output is the same).
 # Set only once jax's own backend is up, so they never reach a real TPU host's libtpu.
 _NO_TPU_HOST = {"TPU_SKIP_MDS_QUERY": "1", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_ACCELERATOR_TYPE": "v5litepod-4"}
-MAX_CPU_DEVICES = 4096  # XLA's CPU client makes this many in under a second; beyond, compile times grow quickly
+MAX_CPU_DEVICES = _jaxlib.MAX_VIRTUAL_CPU_DEVICES
 MAX_TPU_DEVICES = 65536  # above the largest multi-slice jobs published (about 50,000 chips); libtpu would make
 # as many devices as asked (262,144 for tpu-v5p:64x64x64) and a compile for them would not end in useful time
 
@@ -175,11 +175,23 @@ def _tpu_devices(name: str, topology: str, chip_config: str, slices: int) -> lis
         raise ValueError(f"target {name!r}: libtpu makes no such slice: {reason}") from None
 
 
+def profile_name(name: str | None) -> str | None:
+    """The hardware profile a target is timed and sized on (``tpu-v5e:16x16`` -> ``tpu-v5e``); None for a CPU
+    target or none.
+
+    Examples:
+        >>> profile_name("tpu-v5p:8x16x16,slices=2"), profile_name("cpu:256")
+        ('tpu-v5p', None)
+    """
+    if name is None or not name.startswith("tpu-"):
+        return None
+    return name.split(":", 1)[0]
+
+
 def tpu_profile(lowered: LoweredModule) -> Hardware | None:
     """The hardware profile of ``lowered``'s TPU target, None where it has none."""
-    if lowered.target is None or not lowered.target.startswith("tpu-"):
-        return None
-    return hardware(f"tpu-{target(lowered.target).generation}")
+    name = profile_name(lowered.target)
+    return None if name is None else hardware(name)
 
 
 def device_memory(lowered: LoweredModule) -> int | None:

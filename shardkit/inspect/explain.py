@@ -609,28 +609,27 @@ class _Facts:
             if parent == self.main.operation:
                 return [self.argument(ir.BlockArgument(value).arg_number)]
             return []
-        op = owner.operation
-        if _ORIGIN_NAME in op.attributes and op.name == "sdy.sharding_constraint":
-            found = self.origin(ir.StringAttr(op.attributes[_ORIGIN_NAME]).value)
-            return [found] if found else []
-        if op.name == "sdy.manual_computation" and _ORIGIN_NAME in op.attributes:
-            name = ir.StringAttr(op.attributes[_ORIGIN_NAME]).value
-            found = self.origin(f"{name}_output: {ir.OpResult(value).result_number}")
-            return [found] if found else []
-        return []
+        return self._fixed_by(owner.operation, f"output: {ir.OpResult(value).result_number}")
 
     def needs(self, user: ir.Operation, operand: int) -> list[Origin]:
         """The user sharding a consumer fixes: main's result, a constraint, a shard_map's in_specs."""
         if user.name == "func.return" and _function_of(user) == self.main.operation:
             return [self.result(operand)]
-        if user.name == "sdy.sharding_constraint" and _ORIGIN_NAME in user.attributes:
-            found = self.origin(ir.StringAttr(user.attributes[_ORIGIN_NAME]).value)
-            return [found] if found else []
-        if user.name == "sdy.manual_computation" and _ORIGIN_NAME in user.attributes:
-            name = ir.StringAttr(user.attributes[_ORIGIN_NAME]).value
-            found = self.origin(f"{name}_input: {operand}")
-            return [found] if found else []
-        return []
+        return self._fixed_by(user, f"input: {operand}")
+
+    def _fixed_by(self, op: ir.Operation, port: str) -> list[Origin]:
+        """The origin a constraint or a shard_map boundary (its ``port``: ``input: 0``, ``output: 1``) records
+        under its origin name, if ``op`` is one."""
+        if _ORIGIN_NAME not in op.attributes:
+            return []
+        name = ir.StringAttr(op.attributes[_ORIGIN_NAME]).value
+        if op.name == "sdy.sharding_constraint":
+            found = self.origin(name)
+        elif op.name == "sdy.manual_computation":
+            found = self.origin(f"{name}_{port}")
+        else:
+            return []
+        return [found] if found else []
 
     # -- causes
 

@@ -192,18 +192,18 @@ def buffers(module: Any) -> list[Buffer]:
     def walk(name: str, is_entry: bool) -> None:
         for inst in computations[name].instructions():
             op = inst.opcode
+            argument = is_entry and op == _Op.kParameter
+            if op in _NO_BUFFER and not argument:
+                continue
+            parsed = hlo.parse_instruction(inst.to_string())
             if op in _RUNS:
-                parsed = hlo.parse_instruction(inst.to_string())
                 for callee in hlo.called_computations(parsed):
                     if callee in computations:
                         walk(callee, False)
-            if is_entry and op == _Op.kParameter:
+            if argument:
                 kind = "argument"
-            elif op in _NO_BUFFER:
-                continue
             else:
                 kind = "output" if is_entry and inst.name in outputs else "temporary"
-            parsed = hlo.parse_instruction(inst.to_string())
             meta = hlo.metadata(parsed)
             frame = hlo.source(meta, frames)
             for shape in parsed.arrays:

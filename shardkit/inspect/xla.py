@@ -80,8 +80,8 @@ class _Reader:
             elif op in _CALLERS:
                 parsed = hlo.parse_instruction(inst.to_string())
                 if op == _Op.kWhile:
-                    trips = hlo.known_trip_count(parsed) or self.counted_trips(inst, parsed)
-                    inner = loops + (trips,)
+                    trips = hlo.known_trip_count(parsed)  # XLA's own count, 0 included
+                    inner = loops + (self.counted_trips(inst, parsed) if trips is None else trips,)
                 else:
                     inner = loops
                 for callee in hlo.called_computations(parsed):

@@ -315,6 +315,12 @@ def _bind(
             raise ValueError(f"{name} runs on {n} partitions, but devices holds {len(devices)} distinct devices.")
     else:
         available = jax.devices()
+        if n > max(len(available), _jaxlib.MAX_VIRTUAL_CPU_DEVICES):
+            shapes = ", ".join(f"{symbol_ref(s)} {m.body}" for s, m in meshes.items() if m.axes) or f"{n} partitions"
+            raise ValueError(
+                f"{name} needs {n} devices ({shapes}): more than the {len(available)} this process has and the "
+                f"{_jaxlib.MAX_VIRTUAL_CPU_DEVICES} virtual CPU devices shardkit compiles for."
+            )
         devices = tuple(available[:n]) if n <= len(available) else _jaxlib.virtual_cpu_devices(n)
     return devices, _bind_meshes(meshes, devices), None
 
@@ -322,8 +328,7 @@ def _bind(
 def virtual_target(devices: Sequence[Device]) -> str | None:
     """``cpu:N`` where ``devices`` are the virtual CPU devices a program needing more devices than this process
     has is bound to (it compiles for them; it cannot run), else None."""
-    n = len(devices)
-    return f"cpu:{n}" if n > len(jax.devices()) and tuple(devices) == _jaxlib.virtual_cpu_devices(n) else None
+    return f"cpu:{len(devices)}" if _jaxlib.are_virtual_cpu_devices(devices) else None
 
 
 def _bind_meshes(meshes: dict[str, SdyMesh], devices: tuple[Device, ...]) -> dict[str, Mesh]:

@@ -133,8 +133,7 @@ class LowerMain(ToolMain):
         try:
             text = self.lower()
         except OutOfMemoryError as e:
-            self.stdout.write(str(e.report))
-            return self.error(f"the program does not fit {e.report.target}: {e.report.error}")
+            return self.does_not_fit(e.report)
         except (ValueError, TypeError, ImportError) as e:
             return self.error(str(e))
         if self.args.output == "-":
@@ -179,22 +178,17 @@ class LowerMain(ToolMain):
             if args.hardware is not None:
                 raise ValueError("--hardware times a compiled program: add --report or --target")
             return lowered.as_text() + "\n"
+        from shardkit.executor.targets import profile_name
+
         compiled = lowered.compile(target=args.compile_target)
         report = compiled.communication()
-        hardware = args.hardware or default_hardware(compiled.target)
+        hardware = args.hardware or profile_name(compiled.target)
         text = str(report)
         if args.compile_target is not None:
             text += f"\n{compiled.memory()}"
         if hardware is not None:
             text += f"\n{report.time(hardware)}"
         return text
-
-
-def default_hardware(target: str | None) -> str | None:
-    """The hardware profile a TPU target is timed on by default (``tpu-v5e:16x16`` -> ``tpu-v5e``)."""
-    if target is None or not target.startswith("tpu-"):
-        return None
-    return target.split(":", 1)[0]
 
 
 def ensure_cpu_devices(count: int) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 
 class ToolMain:
@@ -30,3 +30,9 @@ class ToolMain:
     def error(self, message: str) -> int:
         self.stderr.write(f"{self.prog}: error: {message}\n")
         return 1
+
+    def does_not_fit(self, report: Any, as_json: bool = False) -> int:
+        """Prints the memory report of a program XLA refused for want of memory (``sk.OutOfMemoryError``) and
+        says so in one line."""
+        self.stdout.write(report.to_json() + "\n" if as_json else str(report))
+        return self.error(f"the program does not fit {report.target}: {report.error}")

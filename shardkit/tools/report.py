@@ -34,7 +34,7 @@ from typing import Any, TextIO
 from jax.errors import JaxRuntimeError
 from jaxlib.mlir import ir
 
-from shardkit.tools.lower import default_hardware, ensure_cpu_devices, parse_mesh
+from shardkit.tools.lower import ensure_cpu_devices, parse_mesh
 from shardkit.tools.main import ToolMain
 
 
@@ -98,8 +98,7 @@ class ReportMain(ToolMain):
         try:
             out = self.diff(*modules) if args.diff else self.report(*modules[0])
         except OutOfMemoryError as e:
-            self.stdout.write(e.report.to_json() + "\n" if args.json else str(e.report))
-            return self.error(f"the program does not fit {e.report.target}: {e.report.error}")
+            return self.does_not_fit(e.report, args.json)
         except (ValueError, TypeError, ImportError) as e:
             return self.error(str(e))
         except JaxRuntimeError as e:
@@ -151,6 +150,7 @@ class ReportMain(ToolMain):
     def report(self, module: ir.Module, name: str) -> str:
         """The requested view as text; sources in the module itself (parsed as ``-``) are named ``name``."""
         from shardkit import inspect
+        from shardkit.executor.targets import profile_name
 
         args = self.args
         if args.table:
@@ -164,7 +164,7 @@ class ReportMain(ToolMain):
             table = dataclasses.replace(table, rows=_named(table.rows, name))
             return table.to_json() + "\n" if args.json else str(table)
         result = self.communication(module, name)
-        hardware = args.hardware or default_hardware(args.target)
+        hardware = args.hardware or profile_name(args.target)
         views = {"communication": result.explain() if args.explain else result}
         if args.target:
             views["memory"] = self.compiled.memory()
