@@ -7,11 +7,19 @@ The MLIR bindings (``jaxlib.mlir``) are jaxlib's public Python API and are used 
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Sequence
 from typing import Any
 
+import jaxlib
 import numpy as np
 from jaxlib import _jax, xla_client as xc
+
+# The installed jaxlib release, (major, minor, patch): shardkit supports 0.10.2 through 0.12.x, and the few
+# functions below whose private symbol changed between those releases branch on it (docs/dependencies.md has
+# the table of every symbol and its form in each release).
+JAXLIB_RELEASE: tuple[int, ...] = tuple(int(n) for n in re.findall(r"\d+", jaxlib.__version__)[:3])
 
 # -- HLO shardings: XLA's own description of a layout, the form every shardkit sharding derives from ----------
 
@@ -52,10 +60,14 @@ def gspmd_sharding(devices: Sequence[Any], hlo: HloSharding, memory_kind: str | 
 def result_handler(aval: Any, sharding: JaxlibSharding) -> Any:
     """jaxlib's handler that turns one output's per-device buffers into a global ``xc.ArrayImpl``.
 
-    Private because of ``_skip_checks``: the executor built ``sharding`` from the executable's own output
-    sharding, so jaxlib's per-call re-validation (about 10 us per output) would check nothing new.
+    jax has no public form of it. On jaxlib 0.10 it takes ``_skip_checks``: the executor built ``sharding`` from
+    the executable's own output sharding, so the per-call re-validation (about 10 us per output) would check
+    nothing new, and without it a one-device output fails with "Wrong number of shards: 0". From 0.11 the
+    argument is gone and the handler makes no such check.
     """
-    return xc.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
+    if JAXLIB_RELEASE < (0, 11):
+        return xc.array_result_handler(aval, sharding, committed=True, _skip_checks=True)
+    return xc.array_result_handler(aval, sharding, committed=True)
 
 
 def array_impl(aval: Any, sharding: Any, buffers: Sequence[Any]) -> Any:
@@ -266,19 +278,22 @@ def exported(
     """A ``jax.export.Exported`` of a module jax did not lower (single platform, no effects, static shapes).
 
     ``Exported`` is a public class, but its constructor takes the shardings only through the underscored fields
-    ``_has_named_shardings``/``_in_named_shardings``/``_out_named_shardings`` (NamedShardings over abstract
-    meshes, what ``Exported.serialize`` writes since jax 0.9) and ``_get_vjp``; jax offers no other way to make
-    an artifact from a module.
+    ``_in_named_shardings``/``_out_named_shardings`` (NamedShardings over abstract meshes, what
+    ``Exported.serialize`` writes since jax 0.9) and ``_get_vjp``; jax offers no other way to make an artifact
+    from a module. jax 0.10 also wants ``_has_named_shardings=True``, a field 0.11 removed (named shardings are
+    then the only kind).
     """
     import jax
 
+    fields = {f.name for f in dataclasses.fields(jax.export.Exported)}
+    flag = {"_has_named_shardings": True} if "_has_named_shardings" in fields else {}
     return jax.export.Exported(
+        **flag,
         fun_name=fun_name,
         in_tree=in_tree,
         in_avals=in_avals,
         out_tree=out_tree,
         out_avals=out_avals,
-        _has_named_shardings=True,
         _in_named_shardings=in_shardings,
         _out_named_shardings=out_shardings,
         in_shardings_hlo=(None,) * len(in_shardings),

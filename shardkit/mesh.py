@@ -23,6 +23,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from shardkit import _jaxlib
 from shardkit.caching import memoize
 from shardkit.dialects.hlo_check import MAX_DEVICES
 from shardkit.dialects.sdy import SdyMesh
@@ -247,6 +248,12 @@ class Mesh(_MeshShape, jax.sharding.Mesh):
     @cached_property
     def abstract_mesh(self) -> AbstractMesh:
         return AbstractMesh(self.axis_sizes, self.axis_names, axis_types=self.axis_types)
+
+    @cached_property
+    def _internal_device_list(self) -> Any:
+        """jaxlib's device list of the mesh, which jax's shardings read from a Mesh (jax 0.10 builds it on first
+        use, 0.11 on in its constructor, which shardkit's meshes do not run)."""
+        return _jaxlib.device_list(self.flat_devices)
 
     @cached_property
     def _jax_mesh(self) -> Any:

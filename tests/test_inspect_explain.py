@@ -144,6 +144,20 @@ def test_reasons_of_reproductions():
     assert {name: reasons(name) for name in expected} == expected
 
 
+def test_xla_collectives_explained_by_their_own_reshard():
+    """Whatever line XLA's release gives a collective (the op that needs it, the value it moves, or none): the
+    shard_map's all-gather of its argument is the reshard into in_specs, that of its result the one out to the
+    result's sharding; argmax's all-gathers (an all-reduce in Shardy's plan up to jaxlib 0.10, none after) are a
+    reduction over its sharded axis."""
+    boundary = lowered_program("shard_map_boundary").compile().communication().explain()
+    consumers = {i.collective.axes: i.causes[0].consumer.split(" at ")[0] for i in boundary.items}
+    assert consumers == {("data",): "shard_map", ("model",): "the result of main"}
+    argmax = lowered_program("argmax_over_sharded_axis").compile().communication().explain()
+    assert {(i.collective.kind, i.reasons, i.causes[0].axes) for i in argmax.items} == {
+        ("all-gather", ("reduction",), ("model",))
+    }
+
+
 def test_contracting_names_both_arguments():
     (item,) = lowered_program("jax20381_contracting_both_sides").communication().explain().items
     (cause,) = item.causes
@@ -185,17 +199,21 @@ def test_transformer_every_collective_explained(transformer):
     check_explained(lowered.communication().explain())
     xla = lowered.compile().communication().explain()
     check_explained(xla)
-    # the padded vocabulary: XLA's all-gathers of f32[64,258] carry no metadata; each is matched to Shardy's
-    # all-gather of the head's update into its replicated out_sharding, and says it was padded
+    # the padded vocabulary: XLA's all-gathers of f32[64,258] of the head's three Adam updates (params, m, v) into
+    # their replicated out_shardings. jaxlib 0.10's XLA gives them no metadata, 0.11's that of the update computing
+    # the value; either way each is located at its own update's line, matched to Shardy's all-gather of that
+    # update, and says it was padded
     padded = [i for i in xla.items if any(r.dims == (64, 258) for r in i.collective.results)]
-    assert padded
+    results = set()
     for item in padded:
-        assert item.collective.source is None
         assert "uneven" in item.reasons
         (cause,) = item.causes
         assert cause.reason == "out-sharding"
+        assert item.collective.source == cause.value.source
         assert {(o.kind, o.spec) for o in cause.need.origins} <= {("result", "P()")}
         assert any(o.kind == "constraint" and o.source.endswith("transformer.py:73") for o in cause.have.origins)
+        results |= {o.name for o in cause.need.origins}
+    assert results == {"result[0]['head']", "result[1]['head']", "result[2]['head']"}
 
 
 def test_mlp_every_collective_explained():

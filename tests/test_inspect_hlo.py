@@ -102,13 +102,48 @@ def test_shapes():
         ("mesh['axis_0'=4,'axis_1'=1,'axis_2'=2], device_ids=([2,4]T(1,0)) {'axis_0'}", [[0, 1, 2, 3], [4, 5, 6, 7]]),
         ("mesh['x'=4,'y'=2] {'y'}", [[0, 1], [2, 3], [4, 5], [6, 7]]),
         ("mesh['x'=4,'y'=2] {'y','x'}", [[0, 2, 4, 6, 1, 3, 5, 7]]),
-        ("mesh['x'=4,'y'=2] {'x':(1)2}", [[0, 2], [1, 3], [4, 6], [5, 7]]),
-        ("mesh['x'=4,'y'=2] {'x':(2)2}", [[0, 4], [1, 5], [2, 6], [3, 7]]),
+        # x:(1)2 is x's major half (Shardy's pre-size: the product of the parts major to it), x:(2)2 its minor one
+        ("mesh['x'=4,'y'=2] {'x':(1)2}", [[0, 4], [1, 5], [2, 6], [3, 7]]),
+        ("mesh['x'=4,'y'=2] {'x':(2)2}", [[0, 2], [1, 3], [4, 6], [5, 7]]),
         ("mesh['x'=2,'y'=2], device_ids=(3,2,1,0) {'x'}", [[3, 1], [2, 0]]),
     ],
 )
 def test_replica_group_forms(text, groups):
     assert hlo.replica_groups(text) == groups
+
+
+_SUB_AXIS_SUM = """HloModule sub_axis_sum, num_partitions=8
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+
+ENTRY main {
+  p = f32[8] parameter(0), sharding={devices=[8]<=[8]}
+  m = f32[1] custom-call(p), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  s = f32[1] all-reduce(m), channel_id=1, replica_groups=GROUPS, use_global_device_ids=true, to_apply=add,
+      sharding={manual}
+  ROOT r = f32[8] custom-call(s), custom_call_target="SPMDShardToFullShape", sharding={devices=[8]<=[8]}
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "groups",
+    ["mesh['x'=4,'y'=2] {'x':(1)2}", "mesh['x'=4,'y'=2] {'x':(2)2}", "[4,2]<=[2,4]T(1,0)", "{{0,7},{1,6},{2,5},{3,4}}"],
+)
+def test_replica_groups_are_the_ones_xla_runs(groups):
+    """XLA itself decides what a form means: partition p holds p, and after the all-reduce each holds its group's
+    sum (XLA's and Shardy's sub-axis convention: x:(1)2 is the major half of x)."""
+    import shardkit as sk
+
+    out = np.asarray(sk.load(_SUB_AXIS_SUM.replace("GROUPS", groups)).compile()(np.arange(8.0, dtype=np.float32)))
+    expected = np.zeros(8, dtype=np.float32)
+    for group in hlo.replica_groups(groups):
+        expected[group] = sum(group)
+    np.testing.assert_array_equal(out, expected)
 
 
 def test_unknown_replica_group_form_raises():

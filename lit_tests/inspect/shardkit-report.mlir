@@ -44,8 +44,8 @@
 // JSON-NEXT: ],
 
 // ROWS: XLA's partitioned program: 2 collectives on 8 devices (rows=8)
-// ROWS: 0  all-reduce  'rows:(1)2'
-// ROWS: 1  all-gather  'rows:(2)4'
+// ROWS: 0  all-reduce  'rows:(4)2'
+// ROWS: 1  all-gather  'rows:(1)4'
 
 sdy.mesh @mesh = <["x"=4, "y"=2]>
 func.func public @main(%arg0: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"y"}]>},

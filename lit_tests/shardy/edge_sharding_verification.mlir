@@ -1,8 +1,8 @@
 // Ported from Shardy (https://github.com/openxla/shardy, Apache License 2.0): shardy/dialect/sdy/ir/test/edge_sharding_verification.mlir
 // at commit a0277a83e7f8, unchanged except that sdy_opt is replaced by shardkit-opt.
-// XFAIL: *
+// XFAIL: jaxlib-0.10
 // Fails with jaxlib 0.10.2: its last chunk needs Shardy b7ddfd3f (2026-06-29), which stops checking operand
-// indices of sdy.func_data_flow_edge propagation edges; jaxlib's Shardy still rejects index 3.
+// indices of sdy.func_data_flow_edge propagation edges; jaxlib 0.10's Shardy still rejects index 3 (0.11's does not).
 // RUN: shardkit-opt %s -split-input-file -verify-diagnostics
 
 module {

@@ -1,5 +1,6 @@
 // Ported from Shardy (https://github.com/openxla/shardy, Apache License 2.0): shardy/dialect/sdy/ir/test/tensor_sharding_verification.mlir
-// at commit a0277a83e7f8, unchanged except that sdy_opt is replaced by shardkit-opt.
+// at commit a0277a83e7f8, unchanged except that sdy_opt is replaced by shardkit-opt, and that the maximal-sharding
+// errors accept both wordings: jaxlib 0.10's Shardy says "a maximal sharding", 0.11's "a single-device sharding".
 // RUN: shardkit-opt %s -split-input-file -verify-diagnostics
 
 sdy.mesh @mesh = <["a"=2]>
@@ -512,7 +513,7 @@ func.func @sharding_bound_manual_computation(%arg0: tensor<16x32xf32>) -> tensor
 sdy.mesh @maximal_mesh = <[], device_ids=[0]>
 
 func.func @maximal_sharding_with_dim_shardings(%arg0: tensor<8x8xf32>) -> tuple<tensor<8x8xf32>> {
-  // expected-error @+1 {{a maximal sharding can only have a sharding with rank 0 and no replicated or unreduced axes}}
+  // expected-error-re @+1 {{a {{maximal|single-device}} sharding can only have a sharding with rank 0 and no replicated or unreduced axes}}
   %0 = stablehlo.custom_call @sdy_testonly(%arg0) {sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh, [{}, {}]>]>} : (tensor<8x8xf32>) -> tuple<tensor<8x8xf32>>
   return %0 : tuple<tensor<8x8xf32>>
 }
@@ -522,7 +523,7 @@ func.func @maximal_sharding_with_dim_shardings(%arg0: tensor<8x8xf32>) -> tuple<
 sdy.mesh @maximal_mesh = <[], device_ids=[0]>
 
 func.func @maximal_sharding_no_results_with_dim_shardings(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
-  // expected-error @+1 {{a maximal sharding can only have a sharding with rank 0 and no replicated or unreduced axes}}
+  // expected-error-re @+1 {{a {{maximal|single-device}} sharding can only have a sharding with rank 0 and no replicated or unreduced axes}}
   stablehlo.custom_call @foo(%arg0) {has_side_effect = true, sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh, [{}]>]>} : (tensor<8x8xf32>) -> ()
   return %arg0 : tensor<8x8xf32>
 }
@@ -532,7 +533,7 @@ func.func @maximal_sharding_no_results_with_dim_shardings(%arg0: tensor<8x8xf32>
 sdy.mesh @maximal_mesh = <[], device_ids=[0]>
 
 func.func @maximal_sharding_with_replicated_axes(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
-  // expected-error @+1 {{a maximal sharding can only have a sharding with rank 0 and no replicated or unreduced axes}}
+  // expected-error-re @+1 {{a {{maximal|single-device}} sharding can only have a sharding with rank 0 and no replicated or unreduced axes}}
   stablehlo.custom_call @foo(%arg0) {has_side_effect = true, sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh, [], replicated={"a"}>]>} : (tensor<8x8xf32>) -> ()
   return %arg0 : tensor<8x8xf32>
 }
@@ -542,7 +543,7 @@ func.func @maximal_sharding_with_replicated_axes(%arg0: tensor<8x8xf32>) -> tens
 sdy.mesh @maximal_mesh = <[], device_ids=[0]>
 
 func.func @maximal_sharding_with_unreduced_axes(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
-  // expected-error @+1 {{a maximal sharding can only have a sharding with rank 0 and no replicated or unreduced axes}}
+  // expected-error-re @+1 {{a {{maximal|single-device}} sharding can only have a sharding with rank 0 and no replicated or unreduced axes}}
   stablehlo.custom_call @foo(%arg0) {has_side_effect = true, sdy.sharding = #sdy.sharding_per_value<[<@maximal_mesh, [], unreduced={"a"}>]>} : (tensor<8x8xf32>) -> ()
   return %arg0 : tensor<8x8xf32>
 }

@@ -32,6 +32,29 @@ NUM_REPLICAS = "mhlo.num_replicas"
 SHARDING_FORMS = (SDY_SHARDING, MHLO_SHARDING)
 CONSTRAINT_OPS = ("sdy.sharding_constraint", "sdy.reshard")  # their ``sharding`` attribute is the result's
 
+# Collectives by op name, each with its kind in XLA's words (the names the communication report uses).
+SDY_COLLECTIVES = {  # Shardy's, which name the mesh axes they run over
+    "sdy.all_gather": "all-gather",
+    "sdy.all_slice": "all-slice",
+    "sdy.all_reduce": "all-reduce",
+    "sdy.reduce_scatter": "reduce-scatter",
+    "sdy.all_to_all": "all-to-all",
+    "sdy.collective_permute": "collective-permute",
+}
+SDY_COLLECTIVE_AXES = {  # the attribute naming the axes of the Shardy collectives that have one
+    "sdy.all_gather": "gathering_axes",
+    "sdy.all_slice": "slicing_axes",
+    "sdy.reduce_scatter": "reduce_scatter_axes",
+    "sdy.all_reduce": "reduction_axes",
+}
+STABLEHLO_COLLECTIVES = {  # StableHLO's, which name their devices by replica groups (or source-target pairs)
+    "stablehlo.all_reduce": "all-reduce",
+    "stablehlo.all_gather": "all-gather",
+    "stablehlo.reduce_scatter": "reduce-scatter",
+    "stablehlo.all_to_all": "all-to-all",
+    "stablehlo.collective_permute": "collective-permute",
+}
+
 Op = ir.Operation | ir.OpView
 
 
@@ -282,6 +305,30 @@ class Site:
     def label(self) -> str:
         """How Shardy's diagnostics name the value: ``arg 0`` or ``result 1``."""
         return f"{'arg' if self.kind == 'arg' else 'result'} {self.index}"
+
+
+AxisRef = tuple[str, tuple[int, int] | None]  # an axis name, and (pre-size, size) for a sub-axis
+
+
+def replica_groups(op: Op) -> list[list[int]] | tuple[str, list[AxisRef]]:
+    """A StableHLO collective's ``replica_groups`` in either form: the dense groups of ids (``[]`` for one group
+    of all), or, for ``#stablehlo.replica_group_mesh_axes<mesh = @m, axes = [...]>`` (what jax 0.11 and later
+    write in ``shard_map`` bodies), the mesh's symbol name and the (sub-)axes the groups vary along."""
+    attr = op.attributes["replica_groups"]
+    if stablehlo.ReplicaGroupMeshAxesAttr.isinstance(attr):
+        form = stablehlo.ReplicaGroupMeshAxesAttr(attr)
+        refs = []
+        for axis in form.axes:
+            ref = stablehlo.AxisRefAttr(axis)
+            sub = ref.sub_axis_info
+            info = None if sub is None else stablehlo.SubAxisInfoAttr(sub)
+            refs.append((ref.name, None if info is None else (info.pre_size, info.size)))
+        return ir.FlatSymbolRefAttr(form.mesh).value, refs
+    ids = ir.DenseIntElementsAttr(attr)
+    shape = ir.ShapedType(ids.type).shape
+    flat = list(ids)
+    width = shape[1] if len(shape) == 2 else len(flat)
+    return [flat[i : i + width] for i in range(0, len(flat), width)] if flat else []
 
 
 def uses_shardy(module: ir.Module) -> bool:

@@ -17,10 +17,13 @@ Each mesh axis of either sharding is traced to its origin: the value's own recor
 outright (a replicated ``out_shardings``, say) is named as such.
 
 XLA's program is explained through the plan. Each XLA collective is matched to Shardy's collectives of the same
-kind and mesh axes at the same source line; an all-reduce XLA combined from several, operand by operand; one
-XLA created without metadata (padding an uneven dimension) by per-device shapes equal up to that padding; then
-any of the plan's collectives at its line; last, the op at its line whose operand is sharded over its axes
-(XLA's partitioner communicates inside that op). What stays unmatched is listed with the reason.
+kind and mesh axes at the same source line, those of its per-device shapes first; an all-reduce XLA combined
+from several, operand by operand; else to one of its per-device shapes up to XLA's padding of an uneven
+dimension, or of the value it gathers whole (wherever XLA located it); then to any of the plan's collectives at
+its line; last, to the op at its line whose operand is sharded over its axes (XLA's partitioner communicates
+inside that op; over a reduce's sharded reduced dimensions, as for an argmax that Shardy leaves to XLA, that is
+a reduction). The notes say how XLA's collective differs from the plan's it is matched to, whichever step
+matched it. What stays unmatched is listed with the reason.
 """
 
 from __future__ import annotations
@@ -327,7 +330,7 @@ def analyse(
     run_pipeline(module, "sdy-insert-explicit-reshards{enable-full-version=true}")
     facts = _Facts(module)
     causes: list[Cause] = []
-    for op in irx.ops(module, ("sdy.reshard", "sdy.all_reduce", *shardy._STABLEHLO)):
+    for op in irx.ops(module, ("sdy.reshard", "sdy.all_reduce", *irx.STABLEHLO_COLLECTIVES)):
         causes.append(facts.cause(op))
         _tag(op, len(causes) - 1)
     sites = facts.sites({_line_key(s) for s in lines})
@@ -665,12 +668,15 @@ class _Facts:
             )
         return self.op_text(user)
 
+    def _first_user(self, value: ir.Value) -> str:
+        """The first op that uses ``value``, named as ``_consumer`` names it (empty if none)."""
+        return self._consumer(next((u.owner.operation for u in value.uses), None))
+
     def _all_reduce(self, op: ir.Operation) -> Cause:
         partial, result = op.operands[0], op.results[0]
         axes = tuple(_ref_text(n, s) for n, s in shardy._refs(str(op.attributes["reduction_axes"])))
         after = sdy_forms.SdyTensorSharding.from_attr(op.attributes["out_sharding"])
-        users = [u.owner.operation for u in result.uses]
-        consumer = self._consumer(users[0]) if users else ""
+        consumer = self._first_user(result)
         owner = partial.owner
         producer = None if isinstance(owner, ir.Block) else owner.operation
         gradient = producer is not None and "transpose(" in locations.op_name(producer.location)
@@ -681,11 +687,23 @@ class _Facts:
             reason = "gradient" if gradient else "contracting"
             return Cause(reason, self.value(partial), have, need, consumer, axes)
         source = producer.operands[0] if producer is not None and producer.operands else partial
-        have = self.side("operand", source, shardy.sharding_of(source), axes, pinned=self.pinned(source))
-        need = Sharded("result", self.spec(after))
         lookup = producer is not None and producer.name in ("stablehlo.gather", "stablehlo.scatter")
         reason = "gradient" if gradient else "lookup" if lookup else "reduction"
-        return Cause(reason, self.value(partial), have, need, consumer, axes)
+        return self._operand_cause(reason, partial, source, axes, after, consumer)
+
+    def _operand_cause(
+        self,
+        reason: str,
+        value: ir.Value,
+        operand: ir.Value,
+        axes: tuple[str, ...],
+        after: sdy_forms.SdyTensorSharding | None,
+        consumer: str,
+    ) -> Cause:
+        """An op's communication for one operand: the operand's sharding with the origins of its ``axes``, and the
+        sharding ``value`` (the op's result) gets."""
+        have = self.side("operand", operand, shardy.sharding_of(operand), axes, pinned=self.pinned(operand))
+        return Cause(reason, self.value(value), have, Sharded("result", self.spec(after)), consumer, axes)
 
     def _explicit(self, op: ir.Operation) -> Cause:
         operand = op.operands[0]
@@ -702,7 +720,8 @@ class _Facts:
 
     def sites(self, lines: set[tuple[str, int] | None]) -> dict[tuple[str, int], list[Cause]]:
         """For XLA's collectives that Shardy's plan does not hold: the ops at their lines that read an operand
-        sharded on some axis, each as a ``partitioner`` cause."""
+        sharded on some axis, each as a ``partitioner`` cause, a reduce's sharded reduced dimensions first as a
+        ``reduction`` cause (a reduction Shardy leaves to XLA, such as argmax's, which no all-reduce computes)."""
         lines.discard(None)
         out: dict[tuple[str, int], list[Cause]] = {}
         if not lines:
@@ -713,16 +732,20 @@ class _Facts:
             key = _line_key(self.source(op))
             if key not in lines:
                 continue
-            for operand in op.operands:
-                tensor = shardy.sharding_of(operand)
-                if tensor is None or not _axis_names(tensor):
-                    continue
-                have = self.side("operand", operand, tensor, pinned=self.pinned(operand))
-                need = self.side("result", op.results[0], shardy.sharding_of(op.results[0]), [])
-                out.setdefault(key, []).append(
-                    Cause("partitioner", self.value(op.results[0]), have, need, self.op_text(op), _axis_names(tensor))
-                )
-                break
+            operand = next((v for v in op.operands if _axis_names(shardy.sharding_of(v))), None)
+            if operand is None:
+                continue
+            result, tensor = op.results[0], shardy.sharding_of(operand)
+            after = shardy.sharding_of(result)
+            found = out.setdefault(key, [])
+            if op.name == "stablehlo.reduce":
+                reduced = _axis_names(tensor, ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
+                if reduced:
+                    cause = self._operand_cause("reduction", result, operand, reduced, after, self._first_user(result))
+                    found.append(cause)
+            found.append(
+                self._operand_cause("partitioner", result, operand, _axis_names(tensor), after, self.op_text(op))
+            )
         return out
 
 
@@ -799,14 +822,39 @@ def _for_axis(origins: dict[str, str], axis: str) -> str | None:
     return next((v for k, v in origins.items() if k.split(":", 1)[0] == base), None)
 
 
+_SUB_AXIS = re.compile(r"(.*):\((\d+)\)(\d+)")
+
+
+def _within(axis: str, axes: Sequence[str]) -> bool:
+    """Whether the (sub-)axis ``axis`` lies within one of ``axes``: itself, its whole axis, or a sub-axis of the
+    same axis around it (``'x:(1)2'`` lies within ``'x'`` and ``'x:(1)4'``; Shardy's pre-size counts from the
+    major end)."""
+    part = _SUB_AXIS.fullmatch(axis)
+    if part is None:
+        return axis in axes
+    name, pre, size = part.group(1), int(part.group(2)), int(part.group(3))
+    for other in axes:
+        around = _SUB_AXIS.fullmatch(other)
+        if other == name or (
+            around is not None
+            and around.group(1) == name
+            and int(around.group(2)) <= pre
+            and pre * size <= int(around.group(2)) * int(around.group(3))
+        ):
+            return True
+    return False
+
+
 def _ref_text(name: str, sub: tuple[int, int] | None) -> str:
     return name if sub is None else f"{name}:({sub[0]}){sub[1]}"
 
 
-def _axis_names(tensor: sdy_forms.SdyTensorSharding | None) -> tuple[str, ...]:
+def _axis_names(tensor: sdy_forms.SdyTensorSharding | None, dims: Iterable[int] | None = None) -> tuple[str, ...]:
+    """The (sub-)axes that shard ``tensor``'s dimensions (those numbered ``dims``; default all)."""
     if tensor is None:
         return ()
-    return tuple(_ref_text(a.name, a.sub) for d in tensor.dims for a in d.axes)
+    chosen = tensor.dims if dims is None else [tensor.dims[d] for d in dims]
+    return tuple(_ref_text(a.name, a.sub) for d in chosen for a in d.axes)
 
 
 @functools.cache
@@ -872,27 +920,23 @@ class _XlaMatcher:
                     causes.append(pool[0][1])
             if causes:
                 return Item(c, tuple(dict.fromkeys(causes)), (f"XLA combined {len(c.operands)} all-reduces",))
-        exact = [x for p, x in at_line if p.operands == c.operands and p.results == c.results]
-        if exact or at_line:
-            return Item(c, ((exact or [x for _, x in at_line])[0],))
-        padded = [(p, x) for p, x in same if _padded(c.operands, p.operands, c.group_size)]
-        padded = [(p, x) for p, x in padded if _padded(c.results, p.results, c.group_size)]
-        if padded:
-            p, x = next(((p, x) for p, x in padded if line is None or self._line(p, x) == line), padded[0])
-            notes = () if p.results == c.results else (_padding_note(c, p),)
-            return Item(c, (x,), notes)
-        nearby = [
-            (p, x) for p, x in self.plan if line is not None and self._line(p, x) == line and axes & set(p.axes or ())
-        ]
-        if nearby:
-            p, x = nearby[0]
-            return Item(c, (x,), (f"Shardy plans {p.kind} over {p.over} for it; XLA's partitioner chose {c.kind}",))
-        whole = [
-            x for p, x in self.plan if line is None and axes & set(p.axes or ()) and x.value.type == str(c.results[0])
-        ]
-        if whole:  # no metadata: XLA gathered the whole value where Shardy reshards it some other way
-            return Item(c, (whole[0],), ("XLA rematerializes the whole value",))
-        sites = [x for x in self.sites.get(line, []) if axes <= set(x.axes)] if line else []
+        # the plan's collectives, best evidence first: the same kind and axes at its line (its per-device shapes
+        # first), or anywhere with its shapes (up to padding) or with the value it gathers whole (XLA's line for it
+        # differs between releases); another kind or axes at its line; without a line, the value it gathers whole
+        result = str(c.results[0]) if c.results else ""
+        overlapping = [(p, x) for p, x in self.plan if axes & set(p.axes or ())]
+        pools = (
+            sorted(at_line, key=lambda px: _fit(c, px[0])),
+            sorted((px for px in same if _fit(c, px[0]) < 2), key=lambda px: _fit(c, px[0])),
+            [(p, x) for p, x in same if x.value.type == result],
+            [(p, x) for p, x in overlapping if line is not None and self._line(p, x) == line],
+            [(p, x) for p, x in overlapping if line is None and x.value.type == result],
+        )
+        for pool in pools:
+            if pool:
+                p, x = pool[0]
+                return Item(c, (x,), _notes(c, p, x))
+        sites = [x for x in self.sites.get(line, []) if all(_within(a, x.axes) for a in axes)] if line else []
         if sites:
             tail = c.op_name.rsplit("/", 1)[-1]
             best = next((x for x in sites if x.value.op_name.rsplit("/", 1)[-1] in tail), sites[0])
@@ -903,6 +947,24 @@ class _XlaMatcher:
         return Item(c, (), unexplained=why)
 
 
-def _padding_note(xla: Collective, plan: Collective) -> str:
-    dims = [f"{b} to {a}" for r, q in zip(xla.results, plan.results) for a, b in zip(r.dims, q.dims) if a != b]
-    return f"uneven: XLA pads {', '.join(dims)} to split it evenly over {xla.over}"
+def _fit(xla: Collective, plan: Collective) -> int:
+    """How well XLA's per-device shapes fit the plan's: 0 equal, 1 equal up to XLA's padding, 2 not."""
+    if (xla.operands, xla.results) == (plan.operands, plan.results):
+        return 0
+    padded = _padded(xla.operands, plan.operands, xla.group_size) and _padded(xla.results, plan.results, xla.group_size)
+    return 1 if padded else 2
+
+
+def _notes(xla: Collective, plan: Collective, cause: Cause) -> tuple[str, ...]:
+    """How XLA's collective differs from the plan's it is explained by (the same whichever step matched them)."""
+    notes = []
+    if (xla.kind, set(xla.axes or ())) != (plan.kind, set(plan.axes or ())):
+        chose = f"{xla.kind} over {xla.over}"
+        notes.append(f"Shardy plans {plan.kind} over {plan.over} for it; XLA's partitioner chose {chose}")
+    fit = _fit(xla, plan)
+    if fit == 1 and xla.results != plan.results:
+        dims = [f"{b} to {a}" for r, q in zip(xla.results, plan.results) for a, b in zip(r.dims, q.dims) if a != b]
+        notes.append(f"uneven: XLA pads {', '.join(dims)} to split it evenly over {xla.over}")
+    elif fit == 2 and xla.results and str(xla.results[0]) == cause.value.type:
+        notes.append("XLA rematerializes the whole value")
+    return tuple(notes)

@@ -9,8 +9,10 @@ cross-replica group never leaves its partition. Partition ``p`` runs on ``device
 
 A set of groups is "over" mesh axes ``A`` when each group is exactly the devices whose mesh coordinates
 agree on every other axis, i.e. the groups are the rows of the mesh along ``A``. Sub-axes count too: a
-group may vary along ``x:(pre)size``, the part ``(x // pre) % size`` of axis ``x`` (Shardy's notation). The
-order of the axes is the order the members are listed in (major first), which is what an all-gather
+group may vary along ``x:(pre)size`` (Shardy's notation, which XLA's mesh-form replica groups share):
+``pre`` is the product of the sizes of the parts of ``x`` major to it, so on an axis of size ``n`` it is the
+part ``(x // (n // (pre * size))) % size``; on ``x=4``, ``x:(1)2`` is the major half and ``x:(2)2`` the minor
+one. The order of the axes is the order the members are listed in (major first), which is what an all-gather
 concatenates by.
 """
 
@@ -48,22 +50,31 @@ def mesh_axis_groups(
     ``ids`` are the mesh's ids in logical (row-major) order; ``grouped`` lists ``(axis, None)`` for a whole
     axis or ``(axis, (pre, size))`` for a sub-axis, in the order the members are listed (major first). Each
     axis is split into the pieces its sub-axes cut it into, the grouped pieces are moved last and the ids
-    are cut into groups of their size. E.g. on ``["x"=4, "y"=2]`` grouping ``y`` gives ``[[0, 1], [2, 3], ...]``
-    and grouping ``x:(1)2`` gives ``[[0, 2], [1, 3], [4, 6], [5, 7]]``.
+    are cut into groups of their size.
+
+    Examples:
+        >>> ids = np.arange(8)  # the mesh ["x"=4, "y"=2], in row-major order
+        >>> mesh_axis_groups(ids, [("x", 4), ("y", 2)], [("y", None)])
+        [[0, 1], [2, 3], [4, 5], [6, 7]]
+        >>> mesh_axis_groups(ids, [("x", 4), ("y", 2)], [("x", (1, 2))])  # x's major half: x and x + 2
+        [[0, 4], [1, 5], [2, 6], [3, 7]]
+        >>> mesh_axis_groups(ids, [("x", 4), ("y", 2)], [("x", (2, 2))])  # x's minor half: x and x + 1
+        [[0, 2], [1, 3], [4, 6], [5, 7]]
     """
     names = [n for n, _ in axes]
     sizes = [s for _, s in axes]
     unknown = [n for n, _ in grouped if n not in names]
     if unknown:
         raise ValueError(f"axes {unknown} are not in the mesh {dict(axes)}")
-    cuts: dict[int, set[int]] = {}
+    cuts: dict[int, set[int]] = {}  # per axis, the strides its pieces start at
     for name, sub in grouped:
         if sub is not None:
             axis = names.index(name)
-            cuts.setdefault(axis, {1, sizes[axis]}).update({sub[0], sub[0] * sub[1]})
+            pre, size = sub
+            cuts.setdefault(axis, {1, sizes[axis]}).update({sizes[axis] // pre, sizes[axis] // (pre * size)})
     dims, piece_of = [], {}
     for axis, full in enumerate(sizes):
-        bounds = sorted(cuts.get(axis, {1, full}), reverse=True)  # pre-sizes, major piece first
+        bounds = sorted(cuts.get(axis, {1, full}), reverse=True)  # strides, major piece first
         if full == 1:  # an axis of size 1 (XLA's TPU meshes have them) is one piece of size 1
             bounds = [1, 1]
         for hi, lo in itertools.pairwise(bounds):
@@ -72,7 +83,8 @@ def mesh_axis_groups(
     picked = []
     for name, sub in grouped:
         axis = names.index(name)
-        picked.append(piece_of[(axis, 1, sizes[axis]) if sub is None else (axis, *sub)])
+        full = sizes[axis]
+        picked.append(piece_of[(axis, 1, full) if sub is None else (axis, full // (sub[0] * sub[1]), sub[1])])
     order = [d for d in range(len(dims)) if d not in picked] + picked
     per_group = math.prod(dims[d] for d in picked)
     return np.asarray(ids).reshape(dims).transpose(order).reshape(-1, per_group).tolist()
@@ -87,18 +99,20 @@ def mesh_positions(devices: Sequence[Any], mesh: Any) -> np.ndarray | None:
 
 
 def _varying(coords: np.ndarray, size: int) -> tuple[int, int] | None:
-    """``(pre, size)`` of the sub-axis one group's values along an axis of ``size`` cover, or None if not one.
+    """``(stride, count)`` of the part of an axis of ``size`` that one group's values along it cover, or None if
+    not one part: the values ``(x // stride) % count``.
 
-    E.g. values {1, 3} of an axis of size 4 are ``(x // 2) % 2`` with ``x % 2 == 1``: sub-axis ``(2)2``.
+    E.g. values {1, 3} of an axis of size 4 are ``(x // 2) % 2`` with ``x % 2 == 1``: stride 2, the sub-axis
+    ``(1)2``.
     """
     values = np.unique(coords)
     if len(values) == 1:
         return (1, 1)
     steps = np.diff(values)
-    pre, count = int(steps[0]), len(values)
-    if not (steps == pre).all() or size % (pre * count) or (values[0] // pre) % count:
+    stride, count = int(steps[0]), len(values)
+    if not (steps == stride).all() or size % (stride * count) or (values[0] // stride) % count:
         return None
-    return pre, count
+    return stride, count
 
 
 def axes_of(
@@ -118,8 +132,8 @@ def axes_of(
 
     def key(coord: np.ndarray) -> tuple[int, ...]:  # equal exactly for partitions in one group
         out = []
-        for a, (pre, count) in enumerate(parts):
-            out += [coord[a] // (pre * count), coord[a] % pre] if count > 1 else [coord[a]]
+        for a, (stride, count) in enumerate(parts):
+            out += [coord[a] // (stride * count), coord[a] % stride] if count > 1 else [coord[a]]
         return tuple(int(v) for v in out)
 
     classes: dict[tuple[int, ...], set[int]] = {}
@@ -128,9 +142,9 @@ def axes_of(
     if not {frozenset(g) for g in groups} <= {frozenset(c) for c in classes.values()}:
         return None
 
-    def label(a: int) -> str:
-        pre, count = parts[a]
-        return names[a] if count == sizes[a] else f"{names[a]}:({pre}){count}"
+    def label(a: int) -> str:  # Shardy's (pre)size: pre is the product of the parts major to this one
+        stride, count = parts[a]
+        return names[a] if count == sizes[a] else f"{names[a]}:({sizes[a] // (stride * count)}){count}"
 
     digits = {a: (first[:, a] // parts[a][0]) % parts[a][1] for a in involved}
     for order in itertools.permutations(involved):  # the order that lists the members row-major

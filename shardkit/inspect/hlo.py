@@ -21,6 +21,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -313,3 +314,28 @@ def source(meta: dict[str, str], frames: dict[int, Frame]) -> Frame | None:
     if "source_file" in meta:
         return Frame(meta["source_file"], int(meta.get("source_line", 0)), "")
     return None
+
+
+def located(instruction: Any, frames: dict[int, Frame]) -> tuple[dict[str, str], Frame | None]:
+    """(metadata, source line) of a compiled ``HloInstruction`` (jaxlib's; ``to_string()`` and ``users()``): its
+    own, or, where it has no line, those of the nearest instruction downstream that has one.
+
+    XLA's partitioner names the collectives and copies it inserts after the op that needs them (jaxlib 0.10), or,
+    from jaxlib 0.11 on, often after the value they move (``op_name="a"`` for an argument, no line): the op the
+    data flows into is then the nearest one that says which line of the program asked for it.
+    """
+    meta = metadata(parse_instruction(instruction.to_string()))
+    frame = source(meta, frames)
+    seen, frontier = {instruction}, list(instruction.users())
+    while frame is None and frontier:
+        following = []
+        for user in frontier:
+            if user in seen:
+                continue
+            seen.add(user)
+            user_meta = metadata(parse_instruction(user.to_string()))
+            if source(user_meta, frames) is not None:
+                return user_meta, source(user_meta, frames)
+            following += user.users()
+        frontier = following
+    return meta, frame

@@ -206,6 +206,8 @@ def buffers(module: Any) -> list[Buffer]:
                 kind = "output" if is_entry and inst.name in outputs else "temporary"
             meta = hlo.metadata(parsed)
             frame = hlo.source(meta, frames)
+            if frame is None and not argument:  # XLA's own copies and collectives: the line that asked for them
+                meta, frame = hlo.located(inst, frames)
             for shape in parsed.arrays:
                 found.append(Buffer(parsed.name, shape, kind, meta.get("op_name", ""), _str(frame)))
 
@@ -264,5 +266,12 @@ def is_out_of_memory(error: Exception) -> bool:
 
 
 def summary(error: Exception) -> str:
-    """XLA's out-of-memory message without its status code prefix, on one line."""
-    return re.sub(r"\s+", " ", str(error).split(": ", 1)[-1]).strip()
+    """XLA's out-of-memory message without its status code prefix, on one line: from libtpu 0.0.48 (jax 0.11) the
+    message also carries XLA's error code and name (``E1000: CompileTimeHbmOom: Ran out of memory ...``), which
+    are dropped so that the message reads the same whichever libtpu wrote it.
+
+        >>> summary(RuntimeError("RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM"))
+        'Ran out of memory on HBM'
+    """
+    message = str(error).split(": ", 1)[-1]
+    return re.sub(r"\s+", " ", re.sub(r"^E\d+: \w+: ", "", message)).strip()

@@ -33,31 +33,10 @@ from shardkit.passes import run_pipeline
 
 PIPELINE = "propagate,sdy-insert-explicit-reshards{enable-full-version=true},sdy-reshard-to-collectives"
 
-_SDY = {
-    "sdy.all_gather": "all-gather",
-    "sdy.all_slice": "all-slice",
-    "sdy.all_reduce": "all-reduce",
-    "sdy.reduce_scatter": "reduce-scatter",
-    "sdy.all_to_all": "all-to-all",
-    "sdy.collective_permute": "collective-permute",
-}
-_STABLEHLO = {
-    "stablehlo.all_reduce": "all-reduce",
-    "stablehlo.all_gather": "all-gather",
-    "stablehlo.reduce_scatter": "reduce-scatter",
-    "stablehlo.all_to_all": "all-to-all",
-    "stablehlo.collective_permute": "collective-permute",
-}
-_AXES_ATTR = {
-    "sdy.all_gather": "gathering_axes",
-    "sdy.all_slice": "slicing_axes",
-    "sdy.reduce_scatter": "reduce_scatter_axes",
-    "sdy.all_reduce": "reduction_axes",
-}
 _REF = re.compile(r'"((?:[^"\\]|\\.)*)"(?::\((\d+)\)(\d+))?')
 _PARAM = re.compile(r"\{([^{}]*)\}:\s*(\d+)->(\d+)")
 
-Ref = tuple[str, tuple[int, int] | None]
+Ref = irx.AxisRef
 
 
 def report(module: ir.Module, mesh: Any = None, devices: Sequence[Any] | None = None) -> CommunicationReport:
@@ -143,10 +122,10 @@ class _Reader:
             for block in region.blocks:
                 for child in block.operations:
                     name = child.operation.name
-                    if name in _SDY:
+                    if name in irx.SDY_COLLECTIVES:
                         self.found.append(self.sdy(child.operation, loops=inner))
                         self.ops.append(child.operation)
-                    elif name in _STABLEHLO:
+                    elif name in irx.STABLEHLO_COLLECTIVES:
                         self.found.append(self.stablehlo(child.operation, loops=inner))
                         self.ops.append(child.operation)
                     elif name == "func.call":
@@ -169,7 +148,7 @@ class _Reader:
         The operand's sharding is the result's with the op undone: gathered axes added back to their
         dimensions, sliced or scattered ones taken off, all-to-all axes moved back to their source dimension.
         """
-        kind = _SDY[op.name]
+        kind = irx.SDY_COLLECTIVES[op.name]
         out = sdy_forms.SdyTensorSharding.from_attr(op.attributes["out_sharding"])
         mesh = self._mesh(out)
         if kind == "collective-permute":
@@ -188,7 +167,7 @@ class _Reader:
                 parts[int(tgt)] //= size(refs)
                 grouped += refs
         else:
-            per_dim = _dim_refs(op.attributes[_AXES_ATTR[op.name]])
+            per_dim = _dim_refs(op.attributes[irx.SDY_COLLECTIVE_AXES[op.name]])
             grouped = [r for refs in per_dim for r in refs]
             if kind != "all-reduce":  # all-reduce: the operand holds partial sums with the result's layout
                 for d, refs in enumerate(per_dim):
@@ -243,7 +222,7 @@ class _Reader:
         )
 
     def stablehlo(self, op: ir.Operation, loops: tuple[int | None, ...]) -> Collective:
-        kind = _STABLEHLO[op.name]
+        kind = irx.STABLEHLO_COLLECTIVES[op.name]
         attrs = op.attributes
         operands = tuple(_array(v.type) for v in op.operands)
         results = tuple(_array(v.type) for v in op.results)
@@ -256,10 +235,14 @@ class _Reader:
             return Collective(
                 kind, op.name, operands, results, axes, 2 if moving else 1, (), name, source, False, loops, bool(moving)
             )
-        raw = np.array(ir.DenseIntElementsAttr(attrs["replica_groups"]))
+        raw = irx.replica_groups(op)
+        if isinstance(raw, tuple):  # mesh axes: the groups of the named mesh's partitions along them
+            mesh_name, refs = raw
+            mesh = self.meshes[mesh_name]
+            raw = groups_.mesh_axis_groups(_ids(mesh), mesh.axes, refs)
         global_ids = ("use_global_device_ids" in attrs) if kind != "all-to-all" else None
         groups = groups_.partition_groups(
-            raw.reshape(raw.shape[0], -1).tolist() if raw.size else [],
+            raw,
             channel=channel,
             global_ids=global_ids,
             num_partitions=self.num_devices,

@@ -123,14 +123,18 @@ class _Reader:
         operands = [_uncopied(o) for o in inst.operands()]
         if inst.opcode != _Op.kFusion:
             return inst.opcode, inst.to_string(), operands
-        called = self.computations.get(hlo.parse_instruction(inst.to_string()).attributes.get("calls", "").lstrip("%"))
-        inner = [] if called is None else [i for i in called.instructions() if i.opcode != _Op.kParameter]
+        inner = [i for i in self.fused(inst) if i.opcode != _Op.kParameter]
         if len(inner) != 1:
             return inst.opcode, inst.to_string(), operands
-        numbers = [re.search(r"\bparameter\((\d+)\)", p.to_string()) for p in inner[0].operands()]
-        if not all(numbers) or any(int(m.group(1)) >= len(operands) for m in numbers):
+        numbers = [_parameter_number(p) for p in inner[0].operands()]
+        if None in numbers or any(n >= len(operands) for n in numbers):
             return inst.opcode, inst.to_string(), operands
-        return inner[0].opcode, inner[0].to_string(), [operands[int(m.group(1))] for m in numbers]
+        return inner[0].opcode, inner[0].to_string(), [operands[n] for n in numbers]
+
+    def fused(self, fusion: Any) -> list[Any]:
+        """The instructions of the computation a fusion calls."""
+        name = hlo.parse_instruction(fusion.to_string()).attributes.get("calls", "").lstrip("%")
+        return list(self.computations[name].instructions()) if name in self.computations else []
 
     def collective(self, inst: Any, kind: str, is_async: bool, loops: tuple[int | None, ...]) -> Collective:
         parsed = hlo.parse_instruction(inst.to_string())
@@ -139,8 +143,7 @@ class _Reader:
         if inst.opcode in _DONE:  # a start's own shape bundles operands and buffers; its done holds the result
             done = next((u for u in inst.users() if u.opcode == _DONE[inst.opcode]), None)
             results = hlo.parse_instruction(done.to_string()).arrays if done is not None else results[-1:]
-        meta = hlo.metadata(parsed)
-        frame = hlo.source(meta, self.frames)
+        meta, frame = self.located(inst)
         attrs = parsed.attributes
         channel = "channel_id" in attrs
         num = len(self.devices)
@@ -173,6 +176,37 @@ class _Reader:
             kind, parsed, operands, results, axes, len(parts[0]), tuple(map(tuple, parts)), meta, frame, is_async, loops
         )
 
+    def located(self, inst: Any) -> tuple[dict[str, str], hlo.Frame | None]:
+        """The metadata and source line of a collective: its own; else those of the nearest op downstream of an
+        op that reads it (in a fusion, the fused op that reads it, not the root the fusion is named after); else
+        those of the op that computes the value it moves.
+
+        XLA's partitioner names a collective it inserts after the op that needs it (jaxlib 0.10) or not at all;
+        from jaxlib 0.11 on, often after the value it moves instead (``op_name="a"`` for an argument, no line) or
+        the op that computed it. Looking downstream first, then upstream, finds the line 0.10 gives where 0.11
+        gives none, and the line 0.11 gives where 0.10 gives none.
+        """
+        meta = hlo.metadata(hlo.parse_instruction(inst.to_string()))
+        if hlo.source(meta, self.frames) is not None:
+            return meta, hlo.source(meta, self.frames)
+        for user in inst.users():
+            for reader in (*self.fused_parameters(user, inst), user):
+                found = hlo.located(reader, self.frames)
+                if found[1] is not None:
+                    return found
+        for operand in inst.operands():
+            found = hlo.metadata(hlo.parse_instruction(operand.to_string()))
+            if hlo.source(found, self.frames) is not None:
+                return found, hlo.source(found, self.frames)
+        return meta, None
+
+    def fused_parameters(self, fusion: Any, operand: Any) -> list[Any]:
+        """The parameters that stand for ``operand`` in the computation ``fusion`` calls (none if not a fusion)."""
+        if fusion.opcode != _Op.kFusion:
+            return []
+        numbers = {n for n, o in enumerate(fusion.operands()) if o == operand}
+        return [i for i in self.fused(fusion) if i.opcode == _Op.kParameter and _parameter_number(i) in numbers]
+
     def _make(
         self, kind, parsed, operands, results, axes, size, groups, meta, frame, is_async, loops, moves_data=True
     ) -> Collective:
@@ -198,6 +232,12 @@ def _uncopied(inst: Any) -> Any:
     while inst.opcode == _Op.kCopy and inst.operands():
         inst = inst.operands()[0]
     return inst
+
+
+def _parameter_number(inst: Any) -> int | None:
+    """``k`` where ``inst`` is ``parameter(k)`` of its computation, else None."""
+    match = re.search(r"\bparameter\((\d+)\)", inst.to_string())
+    return int(match.group(1)) if match else None
 
 
 def _constant(inst: Any) -> int | None:

@@ -43,14 +43,16 @@ from shardkit.passes.diagnostics import PassError
 
 POLICIES = ("crash-prone", "all", "none")
 
-# jaxlib 0.10.2 MLIR passes seen to end the process (CHECK failures, fatal errors, SIGSEGV) when every jaxlib
-# sdy pass was run over every chunk of Shardy's sdy test suite and shardkit's lit inputs, and over a module
-# nested in another: most need a function named @main, the rest abort on shardings or ops outside what they
-# handle. MLIR core, StableHLO and the other sdy passes did not crash there. Pipelines containing one of these
-# (sdy-propagation-pipeline, sdy-export-pipeline, so shardkit's propagate) are crash-prone too.
+# jaxlib MLIR passes seen to end the process (CHECK failures, fatal errors, SIGSEGV) when every jaxlib sdy pass
+# was run over every chunk of Shardy's sdy test suite and shardkit's lit inputs, and over a module nested in
+# another, with jaxlib 0.10.2, 0.11.2 and 0.12.0.1: the union of the three. Most need a function named @main, the
+# rest abort on shardings or ops outside what they handle. MLIR core, StableHLO and the other sdy passes did not
+# crash there. Pipelines containing one of these (sdy-propagation-pipeline, sdy-export-pipeline, so shardkit's
+# propagate) are crash-prone too.
 CRASH_PRONE = frozenset(
     {
         "sdy-add-func-data-flow-edges",  # no @main
+        "sdy-apply-sharding-constraints",  # no @main (jaxlib 0.11 and later)
         "sdy-aggressive-propagate",  # no @main; SIGSEGV; sharding group ids
         "sdy-basic-propagate",
         "sdy-op-priority-propagate",
@@ -62,6 +64,8 @@ CRASH_PRONE = frozenset(
         "sdy-insert-explicit-reshards",  # unreduced axes; SIGSEGV on reshape with enable-full-version=true
         "sdy-resolve-permutation-factors",  # SIGSEGV
         "sdy-pad-for-divisibility",
+        "sdy-per-instruction-partitioning",  # jaxlib 0.11 and later: most modules without @main
+        "sdy-resolve-single-device-sharding",  # jaxlib 0.11 and later: a tuple of single-device and tiled results
     }
 )
 

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Iterator
 
 from jaxlib.mlir import ir, passmanager
-from jaxlib.mlir.dialects import stablehlo
+from jaxlib.mlir.dialects import mhlo, stablehlo
 
 from shardkit.dialects import context as shardkit_context
 from shardkit.dialects.diagnostics import from_mlir_error
@@ -104,9 +104,11 @@ class MlirPass:
 @functools.cache
 def _register_mlir_passes() -> None:
     # Building shardkit's context registers MLIR's core and Shardy passes (with jax's dialects, as importing
-    # jax would); the stablehlo-* ones need their own call. Once per process, whatever context a module is in.
+    # jax would); the stablehlo-* and mhlo-* ones need their own calls (jaxlib 0.11 moved mhlo-flatten-tuple from
+    # the first set to the mhlo one). Once per process, whatever context a module is in.
     shardkit_context()
     stablehlo.register_stablehlo_passes()
+    mhlo.register_mhlo_passes()
 
 
 _UNREGISTERED = re.compile(r"'([^']+)' does not refer to a registered pass")
