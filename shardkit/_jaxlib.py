@@ -215,18 +215,20 @@ def record_effect_tokens(
 ) -> None:
     """Records a call's output tokens as jax records its own (``pxla.ExecuteReplicated._handle_token_bufs``): the
     next call of each effect waits on them, and ``jax.effects_barrier()`` waits for this call's callbacks."""
-    from jax._src import array, core, dispatch
+    import jax
+    import jax.extend
+    from jax._src import dispatch
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     for i, device in enumerate(devices):
         dispatch.runtime_tokens.set_output_runtime_token(device, runtime_token.get_token(i))
     for effect, buffers in zip(effects, token_buffers):
         if len(buffers) == 1:
-            token = core.Token(buffers[0])
+            token = jax.extend.core.Token(buffers[0])
         else:
             holders = [b.sharding._device_assignment[0] for b in buffers]
             sharding = NamedSharding(Mesh(holders, "x"), PartitionSpec("x"))
-            token = core.Token(array.make_array_from_single_device_arrays((0,), sharding, buffers))
+            token = jax.extend.core.Token(jax.make_array_from_single_device_arrays((0,), sharding, buffers))
         dispatch.runtime_tokens.set_token_result(effect, token)
 
 
@@ -365,12 +367,3 @@ def register_jax_dialects(registry: Any) -> None:
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
     _jax_mlir_ext.register_dialects(registry)
-
-
-def exclude_from_locations(path: str) -> None:
-    """Source locations jax gives ops skip frames under ``path``, as they skip jax's own: an op that shardkit's
-    ``with_sharding_constraint`` or a nested ``sk.jit`` creates is located at the user's line. jax registers
-    its own files with the private ``source_info_util.register_exclusion``; there is no public switch."""
-    from jax._src import source_info_util
-
-    source_info_util.register_exclusion(path)

@@ -9,7 +9,7 @@ import pytest
 import shardkit as sk
 from shardkit import P
 from shardkit._jaxlib import HloSharding
-from shardkit.dialects import mhlo
+from shardkit.dialects import mhlo, sdy as sdy_forms
 from shardkit.sharding import from_hlo, from_jax as sharding_from_jax
 from tests.jax_oracle import jax_named
 
@@ -358,6 +358,45 @@ def test_abstract_named_sharding_binds_and_converts():
     assert sk.NamedSharding(MESH, P("x")).with_unconstrained_dim(1).spec == P("x", sk.UNCONSTRAINED)
     with pytest.raises(NotImplementedError, match="needs a NamedSharding"):
         sk.SingleDeviceSharding(DEVS[0]).with_unconstrained_dim(0)
+
+
+class FirstAxisRows(sk.Sharding):
+    """A mesh-bound kind from the hooks alone: dimension 0 cut over the mesh's first axis."""
+
+    def __init__(self, mesh):
+        self.mesh = mesh
+
+    def _key(self):
+        return (self.mesh, None)
+
+    @property
+    def device_assignment(self):
+        return self.mesh.flat_devices
+
+    def to_hlo(self, ndim):
+        return mhlo.tile(self.mesh.shape_tuple, [(self.mesh.axis_names[0],)] + [()] * (ndim - 1))
+
+    def to_sdy(self, ndim):
+        mesh = self.mesh.to_sdy()
+        dims = [sdy_forms.SdyDim((self.mesh.axis_names[0],))] + [sdy_forms.SdyDim()] * (ndim - 1)
+        return mesh, sdy_forms.SdyTensorSharding(mesh.default_name(), tuple(dims))
+
+    is_fully_replicated = False
+
+    def __repr__(self):
+        return f"FirstAxisRows({self.mesh})"
+
+
+def test_a_mesh_kind_lowers_once_per_mesh_not_per_shape():
+    # Two meshes of one shape over the same devices, other axis names: the lowering cache must not hand the
+    # second the first's sdy.mesh (the base's abstract_key includes a mesh kind's mesh).
+    f = sk.jit(lambda a: a + 1)
+    data = np.zeros((8, 4), np.float32)
+    for names in (("x", "y"), ("rows", "cols")):
+        s = FirstAxisRows(sk.Mesh(np.array(DEVS).reshape(4, 2), names))
+        text = f.lower(sk.device_put(data, s)).as_text()
+        assert f'sdy.mesh @mesh = <["{names[0]}"=4, "{names[1]}"=2]>' in text, text
+        assert f'#sdy.sharding<@mesh, [{{"{names[0]}"}}, {{}}]>' in text
 
 
 # -- what the Sharding base gives a kind ------------------------------------------------------------------

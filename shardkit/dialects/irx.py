@@ -310,6 +310,22 @@ class Site:
 AxisRef = tuple[str, tuple[int, int] | None]  # an axis name, and (pre-size, size) for a sub-axis
 
 
+_AXIS_REF = re.compile(r'"((?:[^"\\]|\\.)*)"(?::\((\d+)\)(\d+))?')
+
+
+def axis_refs(text: str) -> list[AxisRef]:
+    """The axis references of Shardy's printed form: ``"x", "y":(1)2`` -> ``[('x', None), ('y', (1, 2))]``."""
+    return [(name, (int(pre), int(size)) if pre else None) for name, pre, size in _AXIS_REF.findall(text)]
+
+
+def dim_axis_refs(attr: ir.Attribute) -> list[list[AxisRef]]:
+    """``#sdy<list_of_axis_ref_lists[{"x"}, {}]>`` -> ``[[('x', None)], []]``; an ``axis_ref_list`` is one list.
+
+    jaxlib has no Python accessors for these attributes, so their (small, fixed) printed form is read.
+    """
+    return [axis_refs(group) for group in re.findall(r"\{([^{}]*)\}", str(attr))]
+
+
 def replica_groups(op: Op) -> list[list[int]] | tuple[str, list[AxisRef]]:
     """A StableHLO collective's ``replica_groups`` in either form: the dense groups of ids (``[]`` for one group
     of all), or, for ``#stablehlo.replica_group_mesh_axes<mesh = @m, axes = [...]>`` (what jax 0.11 and later

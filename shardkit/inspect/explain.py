@@ -451,7 +451,7 @@ class _Facts:
         return self._where[name]
 
     def value(self, value: ir.Value) -> Value:
-        type_ = str(shardy._array(value.type)) if isinstance(value.type, ir.RankedTensorType) else str(value.type)
+        type_ = str(shardy.array_shape(value.type)) if isinstance(value.type, ir.RankedTensorType) else str(value.type)
         owner = value.owner
         if isinstance(owner, ir.Block):
             parent = owner.owner.operation
@@ -674,7 +674,7 @@ class _Facts:
 
     def _all_reduce(self, op: ir.Operation) -> Cause:
         partial, result = op.operands[0], op.results[0]
-        axes = tuple(_ref_text(n, s) for n, s in shardy._refs(str(op.attributes["reduction_axes"])))
+        axes = tuple(_ref_text(n, s) for n, s in irx.axis_refs(str(op.attributes["reduction_axes"])))
         after = sdy_forms.SdyTensorSharding.from_attr(op.attributes["out_sharding"])
         consumer = self._first_user(result)
         owner = partial.owner

@@ -33,7 +33,6 @@ from shardkit.passes import run_pipeline
 
 PIPELINE = "propagate,sdy-insert-explicit-reshards{enable-full-version=true},sdy-reshard-to-collectives"
 
-_REF = re.compile(r'"((?:[^"\\]|\\.)*)"(?::\((\d+)\)(\d+))?')
 _PARAM = re.compile(r"\{([^{}]*)\}:\s*(\d+)->(\d+)")
 
 Ref = irx.AxisRef
@@ -72,19 +71,8 @@ def read(
     return CommunicationReport("shardy", reader.axes, reader.num_devices, tuple(reader.found), ids), reader.ops
 
 
-def _refs(text: str) -> list[Ref]:
-    return [(name, (int(pre), int(size)) if pre else None) for name, pre, size in _REF.findall(text)]
-
-
-def _dim_refs(attr: ir.Attribute) -> list[list[Ref]]:
-    """``#sdy<list_of_axis_ref_lists[{"x"}, {}]>`` -> ``[[('x', None)], []]``; an ``axis_ref_list`` is one list.
-
-    jaxlib has no Python accessors for these attributes, so their (small, fixed) printed form is read.
-    """
-    return [_refs(group) for group in re.findall(r"\{([^{}]*)\}", str(attr))]
-
-
-def _array(type_: ir.Type) -> ArrayShape:
+def array_shape(type_: ir.Type) -> ArrayShape:
+    """A tensor type as the reports write it: XLA's element type name and the dimensions."""
     t = ir.RankedTensorType(type_)
     element = str(t.element_type)
     known = dtypes.BY_MLIR.get(element)  # XLA's name, as the compiled report writes it
@@ -162,12 +150,12 @@ class _Reader:
         grouped: list[Ref] = []
         if kind == "all-to-all":
             for text, src, tgt in _PARAM.findall(str(op.attributes["params"])):
-                refs = _refs(text)
+                refs = irx.axis_refs(text)
                 parts[int(src)] *= size(refs)
                 parts[int(tgt)] //= size(refs)
                 grouped += refs
         else:
-            per_dim = _dim_refs(op.attributes[irx.SDY_COLLECTIVE_AXES[op.name]])
+            per_dim = irx.dim_axis_refs(op.attributes[irx.SDY_COLLECTIVE_AXES[op.name]])
             grouped = [r for refs in per_dim for r in refs]
             if kind != "all-reduce":  # all-reduce: the operand holds partial sums with the result's layout
                 for d, refs in enumerate(per_dim):
@@ -224,8 +212,8 @@ class _Reader:
     def stablehlo(self, op: ir.Operation, loops: tuple[int | None, ...]) -> Collective:
         kind = irx.STABLEHLO_COLLECTIVES[op.name]
         attrs = op.attributes
-        operands = tuple(_array(v.type) for v in op.operands)
-        results = tuple(_array(v.type) for v in op.results)
+        operands = tuple(array_shape(v.type) for v in op.operands)
+        results = tuple(array_shape(v.type) for v in op.results)
         channel = "channel_handle" in attrs
         name, source = locations.op_name(op.location), locations.source(op.location)
         if kind == "collective-permute":
@@ -264,7 +252,7 @@ def _axis_size(mesh: sdy_forms.SdyMesh, name: str, sub: tuple[int, int] | None) 
 def _divided(type_: ir.Type, parts: Sequence[int]) -> ArrayShape:
     """The per-device array of a global tensor type split ``parts[d]`` ways along each dimension (padded up)."""
     shape = ir.RankedTensorType(type_).shape
-    return ArrayShape(_array(type_).dtype, tuple(-(-n // p) for n, p in zip(shape, parts)))
+    return ArrayShape(array_shape(type_).dtype, tuple(-(-n // p) for n, p in zip(shape, parts)))
 
 
 def _local(type_: ir.Type, sharding: sdy_forms.SdyTensorSharding, mesh: sdy_forms.SdyMesh) -> ArrayShape:

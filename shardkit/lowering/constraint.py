@@ -21,12 +21,12 @@ import os
 from typing import Any
 
 import jax
+import jax.extend.source_info_util
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir as jax_mlir
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from shardkit import _jaxlib
 from shardkit.array import device_put
 from shardkit.dialects import irx, mhlo, sdy as sdy_forms
 from shardkit.lowering.trace import tracing_for_shardkit
@@ -37,8 +37,9 @@ SDY_ATTR = "shardkit.sharding"
 DEVICES_ATTR = "shardkit.devices"
 PLATFORM_ATTR = "shardkit.platform"
 
-# Ops created in shardkit's own frames are located at the user's line that called into shardkit.
-_jaxlib.exclude_from_locations(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Ops created in shardkit's own frames are located at the user's line that called into shardkit, as jax's own
+# frames are skipped.
+jax.extend.source_info_util.register_exclusion(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 sharding_constraint_p = Primitive("shardkit_sharding_constraint")
 sharding_constraint_p.def_impl(lambda x, *, sharding: x)

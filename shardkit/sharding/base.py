@@ -88,7 +88,8 @@ class Sharding(jax.sharding.Sharding):
 
     - ``to_sdy(ndim)``: its Shardy mesh and tensor sharding [a mesh derived from the tile assignment];
     - ``to_jax(ndim)``: jax's equivalent sharding [jaxlib's GSPMDSharding of ``to_hlo``];
-    - ``abstract_key(ndim)``: what lowered text depends on, devices forgotten [kind, HLO text, device count];
+    - ``abstract_key(ndim)``: what lowered text depends on, devices forgotten [kind, HLO text, device count and,
+      for a kind with a ``mesh``, the mesh's axis names, sizes and types];
     - ``is_concrete`` [True] and ``bind(devices)`` [itself]: shardings over an AbstractMesh name no devices
       until lowering binds them;
     - ``unconstrained_dims`` [none] and ``with_unconstrained_dim(dim)`` [not supported]: dimensions left to
@@ -186,8 +187,11 @@ class Sharding(jax.sharding.Sharding):
         return _jaxlib.gspmd_sharding(self.device_assignment, self.to_hlo(ndim), self.memory_kind)
 
     def abstract_key(self, ndim: int) -> Any:
-        """The sharding with its devices forgotten: what the lowered text of a rank-``ndim`` value depends on."""
-        return (type(self), repr(self.to_hlo(ndim)), self.num_devices, self.memory_kind)
+        """The sharding with its devices forgotten: what the lowered text of a rank-``ndim`` value depends on. A
+        kind bound to a mesh lowers to its ``sdy.mesh`` (axis names and sizes), so its mesh's abstract form is
+        part of the key: two meshes of one shape with other axis names never share a lowering."""
+        mesh = None if self.mesh is None else self.mesh.abstract_mesh
+        return (type(self), repr(self.to_hlo(ndim)), self.num_devices, mesh, self.memory_kind)
 
     @property
     def is_concrete(self) -> bool:
