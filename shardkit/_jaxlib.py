@@ -29,7 +29,11 @@ OpShardingType = xc.OpSharding.Type
 
 
 def hlo_from_proto(proto: OpSharding) -> HloSharding:
-    return xc.HloSharding.from_proto(proto)
+    """The HloSharding of a proto, in the tile form shardkit reads everywhere: XLA from jaxlib 0.11 (libtpu 0.0.48)
+    may describe a compiled program's shardings by mesh axes instead (its "V3" form, printed
+    ``{mesh['x'=2,'y'=4], [{'x'}, {'y'}]}``), which XLA's own ``v3_to_v2_sharding`` turns into tiles."""
+    hlo = xc.HloSharding.from_proto(proto)
+    return hlo.v3_to_v2_sharding() if repr(hlo).startswith("{mesh[") else hlo
 
 
 def op_sharding_from_bytes(data: bytes) -> OpSharding:

@@ -11,9 +11,10 @@ the collective over ``k`` on ``1/m`` of the bytes on the slow network (DCN, Infi
 - **TPU, inside a slice.** The group's chips span ``e_i`` chips along torus dimension ``i``. A dimension whose
   ring closes (wraparound, spanned fully) carries ``2 W`` per chip (both directions), an open line ``W`` (its
   end link carries ``n - 1`` shards one way, as a one-way ring does); dimensions add their bandwidth (``V / (W
-  n_axes)``), and groups sharing a box share its links. Latency: one hop per link crossed, ``e_i // 2`` on a
-  ring and ``e_i - 1`` on a line per dimension, twice for an all-reduce. An all-to-all costs ``B max_i(e_i /
-  bw_i) / 4`` (bisection); a collective-permute ``d B / W`` over its longest torus distance ``d``.
+  n_axes)``), and groups sharing a box share its links. Latency: a fixed cost per collective plus one per hop
+  crossed, ``e_i // 2`` on a ring and ``e_i - 1`` on a line per dimension, twice for an all-reduce (both terms
+  fitted to the scaling book's measured small AllGathers on v5e: ``hardware.py``). An all-to-all costs ``B
+  max_i(e_i / bw_i) / 4`` (bisection); a collective-permute ``d B / W`` over its longest torus distance ``d``.
 - **GPU, inside a node.** NVSwitch: every GPU egresses ``W`` to any other, so a ring runs at ``W`` per GPU;
   latency is NCCL's ring model, ``base + steps * step`` (``2 (n - 1)`` steps for an all-reduce, ``n - 1``
   otherwise).
