@@ -449,6 +449,7 @@ class AbstractMesh(_MeshShape, jax.sharding.AbstractMesh):
             object.__setattr__(mesh, "axis_names", names)
             object.__setattr__(mesh, "axis_sizes", sizes)
             object.__setattr__(mesh, "axis_types", types)
+            object.__setattr__(mesh, "_hash", hash(key))  # interned and immutable: hashed once
             mesh = _ABSTRACT_MESHES.setdefault(key, mesh)
         return mesh
 
@@ -468,7 +469,7 @@ class AbstractMesh(_MeshShape, jax.sharding.AbstractMesh):
         )
 
     def __hash__(self) -> int:
-        return hash((self.axis_names, self.axis_sizes, self.axis_types))
+        return self._hash  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         return f"AbstractMesh({self._shape_str()})"
@@ -540,6 +541,7 @@ class _MeshStack(threading.local):
 
 
 _STACK = _MeshStack()
+_jax_mesh_in_scope = _jaxlib.jax_mesh_reader()
 EMPTY_MESH = Mesh(np.empty((), dtype=object), ())
 
 
@@ -548,6 +550,8 @@ def current_mesh() -> Mesh:
     code in a program shardkit runs reads too), as shardkit's; else the empty mesh."""
     if _STACK.meshes:
         return _STACK.meshes[-1][0]
+    if _jax_mesh_in_scope().empty:  # no jax mesh either: the common case, without jax's trace-state check
+        return EMPTY_MESH
     try:
         jax_mesh = jax.sharding.get_mesh()
     except ValueError:  # inside a jax trace, where jax keeps only the abstract mesh

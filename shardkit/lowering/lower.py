@@ -86,6 +86,20 @@ class _Entry:
     out_keys: tuple[Any, ...]  # as in LoweredModule
     executables: dict = dataclasses.field(default_factory=dict)
 
+    # What XLA holds for the arguments and results (typed keys as their key data): derived once per entry, not
+    # once per lowering.
+    @functools.cached_property
+    def physical_in(self) -> tuple[ShapeDtypeStruct, ...]:
+        return tuple(map(physical, self.in_avals))
+
+    @functools.cached_property
+    def physical_out(self) -> tuple[ShapeDtypeStruct, ...]:
+        return tuple(map(physical, self.out_avals))
+
+    @functools.cached_property
+    def has_keys(self) -> bool:
+        return any(is_key(a.dtype) for a in self.in_avals + self.out_avals)
+
 
 def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
     """The shape, dtype, weak type and own sharding of one argument leaf. A jax Array is read as jax reads it: a
@@ -289,10 +303,11 @@ class Lowering:
         avals = [abstractify(x, p) for x, p in zip(leaves, paths)]
         explicit = [resolve(g, a.ndim, f"in_shardings for {p}") for g, a, p in zip(given, avals, paths)]
         chosen = [e if e is not None else a.sharding for e, a in zip(explicit, avals)]
+        scope = current_mesh()
         key = (
             tree,
             static,
-            current_mesh().abstract_mesh,  # jax traces under the mesh context; its shape is what the module sees
+            scope.abstract_mesh,  # jax traces under the mesh context; its shape is what the module sees
             tuple(
                 (a.shape, a.dtype, a.weak_type, None if s is None else s.abstract_key(a.ndim))
                 for a, s in zip(avals, chosen)
@@ -314,8 +329,8 @@ class Lowering:
         # the mesh results are named on, as jax names them: an argument's or result's, the one in scope, or the
         # module's own (a sharding constraint's)
         mesh = next((s.mesh for s in in_shardings + out_shardings if s is not None and s.mesh is not None), None)
-        if mesh is None and not current_mesh().empty:
-            mesh = current_mesh()
+        if mesh is None and not scope.empty:
+            mesh = scope
         from_body = all(s is None for s in chosen + list(entry.out_shardings))  # not a mesh derived from one
         if mesh is None and from_body and entry.mesh is not None and devices and entry.mesh.size == len(devices):
             mesh = Mesh.from_sdy(entry.mesh, devices)
@@ -325,10 +340,10 @@ class Lowering:
             partitioner=self.partitioner,
             in_tree=tree,
             out_tree=entry.out_tree,
-            in_avals=tuple(map(physical, entry.in_avals)),
-            out_avals=tuple(map(physical, entry.out_avals)),
-            in_shardings=physical_shardings(in_shardings, entry.in_avals),
-            out_shardings=physical_shardings(out_shardings, entry.out_avals),
+            in_avals=entry.physical_in,
+            out_avals=entry.physical_out,
+            in_shardings=physical_shardings(in_shardings, entry.in_avals) if entry.has_keys else in_shardings,
+            out_shardings=physical_shardings(out_shardings, entry.out_avals) if entry.has_keys else out_shardings,
             donated=donated,
             num_partitions=n,
             device_assignment=devices,
