@@ -250,8 +250,8 @@ def execute_with_tokens(
 def jax_mesh_reader() -> Callable[[], Any]:
     """A function that gives the concrete mesh of jax's context (``jax.set_mesh``), empty where none is set, for
     the caller to keep: every lowering and every steady-state call asks it. ``jax.sharding.get_mesh`` is the public
-    way, but it checks jax's trace state first (about 3 us); this is the value it then returns. Callers that need
-    ``get_mesh``'s refusal inside a trace ask it only when this mesh is not empty."""
+    way, but it refuses inside a trace (where shardkit's own tracing needs the mesh a bare PartitionSpec names)
+    and checks jax's trace state first (about 3 us); this is the value it otherwise returns."""
     from jax._src import mesh
 
     return mesh.get_concrete_mesh

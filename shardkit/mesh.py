@@ -547,15 +547,11 @@ EMPTY_MESH = Mesh(np.empty((), dtype=object), ())
 
 def current_mesh() -> Mesh:
     """The innermost ``with mesh:`` of this thread; else the mesh of jax's context (``jax.set_mesh``, which jax
-    code in a program shardkit runs reads too), as shardkit's; else the empty mesh."""
+    code in a program shardkit runs reads too), as shardkit's, also while shardkit's function is being traced
+    (bare PartitionSpecs in it name that mesh's axes); else the empty mesh."""
     if _STACK.meshes:
         return _STACK.meshes[-1][0]
-    if _jax_mesh_in_scope().empty:  # no jax mesh either: the common case, without jax's trace-state check
-        return EMPTY_MESH
-    try:
-        jax_mesh = jax.sharding.get_mesh()
-    except ValueError:  # inside a jax trace, where jax keeps only the abstract mesh
-        return EMPTY_MESH
+    jax_mesh = _jax_mesh_in_scope()
     return EMPTY_MESH if jax_mesh.empty else _as_shardkit_mesh(jax_mesh)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import numpy as np
@@ -269,16 +269,30 @@ def _shared(fun: Callable, options: JitOptions) -> tuple[Lowering, dict]:
     return per_fun[key]
 
 
-def filter_jit(fun: Callable, *, donate: bool = False, partitioner: str = "shardy") -> Callable:
+# filter_jit's donate modes, as equinox.filter_jit names them: which of the staged function's array lists (the
+# first positional argument's, the rest's) XLA may reuse. Equinox's "warn" modes only let jax's warning about an
+# unusable donation through, which shardkit's donation never raises; True and False are "all" and "none".
+_DONATE = {"none": (), "all": (1, 2), "warn": (1, 2), "all-except-first": (2,), "warn-except-first": (2,)}
+
+
+def filter_jit(
+    fun: Callable | None = None,
+    *,
+    donate: Literal["all", "all-except-first", "warn", "warn-except-first", "none"] | bool = "none",
+    partitioner: str = "shardy",
+) -> Callable:
     """``jit`` over any pytree, as ``equinox.filter_jit`` stages it: every array leaf (shardkit's, jax's or numpy's)
     is a traced argument, sharded as it is (or as the body's sharding constraints say, e.g.
     ``equinox.filter_shard``), and every other leaf (functions, ints, a module's static fields) is a compile-time
-    constant, compared by equality. Results keep their non-array leaves too.
+    constant, compared by equality. Results keep their non-array leaves too. As equinox's, it is also a decorator
+    factory: ``@filter_jit(donate="all")``.
 
     Args:
         fun: a function of pytrees (an Equinox module, an optimizer state, ...).
-        donate: whether the computation may reuse every array argument's buffers (they are deleted after the
-            call), as ``equinox.filter_jit(donate="all")``.
+        donate: which array arguments' buffers the computation may reuse (they are deleted after the call), as
+            ``equinox.filter_jit``'s: ``"all"``, ``"all-except-first"`` (not the first positional argument's, e.g.
+            a model kept across steps), ``"none"``; ``"warn"``/``"warn-except-first"`` as ``"all"``/
+            ``"all-except-first"``; ``True``/``False`` as ``"all"``/``"none"``.
         partitioner: as for ``jit``.
 
     Examples:
@@ -287,22 +301,36 @@ def filter_jit(fun: Callable, *, donate: bool = False, partitioner: str = "shard
         >>> y = scale(sk.device_put(np.ones(8), sk.NamedSharding(mesh, P("batch"))), {"f": jnp.negative, "k": 3})
         >>> y.sharding.spec, float(y.sum())
         (P('batch',), -24.0)
+        >>> @sk.filter_jit(donate="all-except-first")
+        ... def step(weights, x):
+        ...     return weights * x
+        >>> w, x = sk.device_put(np.ones(8), sk.NamedSharding(mesh, P("batch"))), np.arange(8.0)
+        >>> float(step(w, x).sum()), w.is_deleted()
+        (28.0, False)
     """
+    mode = {True: "all", False: "none"}.get(donate, donate) if isinstance(donate, bool) else donate
+    if mode not in _DONATE:
+        raise ValueError(f"filter_jit's donate must be one of {', '.join(map(repr, _DONATE))}, got {donate!r}.")
+    if fun is None:
+        return functools.partial(filter_jit, donate=mode, partitioner=partitioner)
+    except_first = mode.endswith("except-first")
     out_statics: dict[Any, _Static] = {}
 
-    def staged(static: _Static, arrays: list[Any]) -> list[Any]:
+    def staged(static: _Static, first: list[Any], rest: list[Any]) -> list[Any]:
+        arrays = first + rest
         args, kwargs = static.rebuild(arrays)
         out_static, out_arrays = _Static.split(fun(*args, **kwargs))
         out_statics[static, _signature(arrays)] = out_static
         return out_arrays
 
-    jitted = jit(staged, static_argnums=0, donate_argnums=1 if donate else (), partitioner=partitioner)
+    jitted = jit(staged, static_argnums=0, donate_argnums=_DONATE[mode], partitioner=partitioner)
 
     @functools.wraps(fun)
     def call(*args: Any, **kwargs: Any) -> Any:
         static, arrays = _Static.split((args, kwargs))
         hash(static)  # an unhashable non-array argument is named here, not as a static argument of `staged`
-        out = jitted(static, arrays)
+        cut = len(_Static.split(args[0])[1]) if except_first and args else 0
+        out = jitted(static, arrays[:cut], arrays[cut:])
         return out_statics[static, _signature(arrays)].rebuild(out)
 
     return call

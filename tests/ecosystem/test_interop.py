@@ -275,6 +275,32 @@ def test_filter_jit_donates_when_asked():
     assert x.is_deleted()
 
 
+@pytest.mark.parametrize("donate", ["all", "warn", "all-except-first", "warn-except-first", "none"])
+def test_filter_jit_is_equinox_s_decorator_factory(donate):
+    """``@filter_jit(donate=...)``, equinox's documented form, with equinox's donate modes: the same values and
+    the same arguments deleted as under ``equinox.filter_jit``."""
+    eqx = pytest.importorskip("equinox")
+
+    def step(model, x, scale=2.0):  # an output per argument, so that XLA can reuse every donated buffer
+        return {"w": model["w"] * scale + x, "x": x - 1, "n": model["n"]}
+
+    got = {}
+    for name, factory, put in (
+        ("equinox", eqx.filter_jit, lambda a: jax.device_put(a, JS)),
+        ("shardkit", sk.filter_jit, lambda a: sk.device_put(a, S)),
+    ):
+        model, x = {"w": put(VALUE), "n": 3}, put(VALUE + 1)
+        out = factory(donate=donate)(step)(model, x)
+        got[name] = (np.asarray(out["w"]), out["n"], model["w"].is_deleted(), x.is_deleted())
+    assert got["shardkit"][1:] == got["equinox"][1:], got
+    np.testing.assert_array_equal(got["shardkit"][0], got["equinox"][0])
+
+
+def test_filter_jit_names_an_unknown_donate_mode():
+    with pytest.raises(ValueError, match="filter_jit's donate must be one of 'none', 'all', .* got 'some'"):
+        sk.filter_jit(lambda x: x, donate="some")
+
+
 def test_filter_jit_refuses_unhashable_static_leaves():
     with pytest.raises(TypeError, match="non-array arguments must be hashable"):
         sk.filter_jit(lambda t, d: t)(sk_x(), {"a": bytearray()})
@@ -321,3 +347,16 @@ def test_jax_s_mesh_context_is_the_mesh_in_scope():
     assert isinstance(out.sharding, sk.NamedSharding) and out.sharding.mesh is MESH
     assert isinstance(plain.sharding, sk.NamedSharding) and plain.sharding.spec == P()
     assert sk.current_mesh().empty
+
+
+def test_a_bare_spec_constraint_reads_jax_s_mesh_context():
+    """``with_sharding_constraint(x, P(...))`` inside sk.jit under ``jax.set_mesh`` of a jax mesh constrains over
+    that mesh, as ``jax.lax.with_sharding_constraint`` does under jax.jit."""
+    jmesh = jax.make_mesh((8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+    data = np.arange(16.0, dtype=F32)
+    with jax.set_mesh(jmesh):
+        out = sk.jit(lambda a: sk.with_sharding_constraint(a * 2, P("data")))(data)
+        want = jax.jit(lambda a: jax.lax.with_sharding_constraint(a * 2, jax.P("data")))(data)
+    same(out, want)
+    assert isinstance(out.sharding, sk.NamedSharding) and out.sharding.spec == P("data")
+    assert out.sharding.mesh == jmesh and want.sharding.spec == jax.P("data")
