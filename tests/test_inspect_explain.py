@@ -175,6 +175,83 @@ def _line_of(text: str) -> int:
     return next(i for i, line in enumerate(Path(__file__).read_text().splitlines(), 1) if text in line)
 
 
+# -- values replicated by a user sharding -------------------------------------------------------------------------
+
+MXY = sk.make_mesh((4, 2), ("x", "y"))
+
+
+def on_xy(shape, *spec):
+    return sk.ShapeDtypeStruct(shape, F32, sharding=sk.NamedSharding(MXY, P(*spec)))
+
+
+def regather(a, spec):
+    doubled = a * 2
+    return sk.with_sharding_constraint(doubled, sk.NamedSharding(MXY, P(*spec))).sum()
+
+
+def origins_at(why: explain_.Explanation, kind: str, text: str) -> list[list[str]]:
+    """For each collective: the specs of its origins of ``kind`` at the line holding ``text``."""
+    where = f"{Path(__file__).name}:{_line_of(text)}"
+    return [
+        [o.spec for c in i.causes for o in c.origins if o.kind == kind and o.source.endswith(where)] for i in why.items
+    ]
+
+
+@pytest.mark.parametrize("spec", [(), ("x",)])
+def test_constraint_that_regathers_is_named(spec):
+    """``with_sharding_constraint(a * 2, P())`` replicates the multiply: Shardy records the axes a value has, not
+    those it lacks, so shardkit traces why the multiply (and the constant it multiplies by) lacks 'x' and 'y' to
+    the constraint. Every collective, planned or XLA's, names it and its line; XLA runs Shardy's all-gather over
+    ('x', 'y') one axis at a time, each step the plan's gather into the constraint's sharding."""
+    lowered = sk.jit(lambda a: regather(a, spec)).lower(on_xy((8, 8), "x", "y"))
+    plan, xla = lowered.communication().explain(), lowered.compile().communication().explain()
+    given = "P()" if not spec else "P('x', None)"
+    for why in (plan, xla):
+        check_explained(why)
+        assert all(given in found for found in origins_at(why, "constraint", "with_sharding_constraint(doubled")), why
+    (planned,) = [i for i in plan.items if i.collective.kind == "all-slice"]  # the constant, sliced to multiply
+    have = planned.causes[0].have
+    assert (have.spec, [o.spec for o in have.origins if o.kind == "constraint"]) == (given, [given])
+    gathers = [i for i in xla.items if i.collective.kind == "all-gather"]
+    assert gathers, xla
+    for item in gathers:
+        (cause,) = item.causes
+        assert (cause.reason, cause.have.spec, cause.need.spec) == ("constraint", "P('x', 'y')", given)
+        assert ("argument", "a") in [(o.kind, o.name) for o in cause.have.origins]
+        assert f"needs {given} (constraint {given} at " in item.summary
+
+
+def test_replicated_out_sharding_is_named():
+    """A result replicated by ``out_shardings``: XLA's all-gathers (over one axis at a time) are the plan's gather
+    into it, not the slicing of the replicated argument the plan also holds."""
+    lowered = sk.jit(lambda a, b: jnp.sin(a + b), out_shardings=sk.NamedSharding(MXY, P())).lower(
+        on_xy((8, 8), "x", "y"), on_xy((8, 8))
+    )
+    plan, xla = lowered.communication().explain(), lowered.compile().communication().explain()
+    for why in (plan, xla):
+        check_explained(why)
+    (gather,) = [i for i in plan.items if i.collective.kind == "all-gather"]
+    assert gather.causes[0].reason == "out-sharding"
+    assert xla.items and all(i.collective.kind == "all-gather" for i in xla.items)
+    assert origins_at(xla, "result", "jnp.sin(a + b)") == [["P()"]] * len(xla.items)
+    assert all(i.causes[0] == gather.causes[0] for i in xla.items)
+
+
+def test_replicated_argument_is_named():
+    """An argument given replicated (``P()``) that a sharded contraction needs sliced: the plan slices it, XLA
+    gathers the other operand instead; both name the argument, its sharding and its line."""
+    lowered = sk.jit(lambda a, b: b @ a).lower(on_xy((8, 8), "x", "y"), on_xy((8, 8)))
+    plan, xla = lowered.communication().explain(), lowered.compile().communication().explain()
+    for why in (plan, xla):
+        check_explained(why)
+    (planned,) = [i for i in plan.items if i.collective.kind == "all-slice"]
+    (item,) = xla.items
+    for cause in (planned.causes[0], item.causes[0]):
+        assert (cause.reason, cause.have.spec) == ("in-sharding", "P()")
+        assert [(o.kind, o.name, o.spec) for o in cause.have.origins] == [("argument", "b", "P()")]
+    assert origins_at(xla, "argument", "lambda a, b: b @ a") == [["P()", "P('x', 'y')"]]
+
+
 def transformer_step():
     t = load_example("transformer")
     shardings = {k: s for k, (_, s) in t.PARAMS.items()}

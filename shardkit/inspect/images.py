@@ -20,7 +20,9 @@ from shardkit.sharding import Sharding
 _FORMATS = {".png": "png", ".svg": "svg"}
 
 
-def _figure(width: float, height: float) -> Any:
+def new_figure(width: float, height: float) -> Any:
+    """A matplotlib figure of ``width`` x ``height`` inches drawn off-screen (no display needed), for every picture
+    the reports make; matplotlib is optional (``shardkit[viz]``)."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -31,7 +33,8 @@ def _figure(width: float, height: float) -> Any:
     return figure
 
 
-def _save(figure: Any, path: str | os.PathLike) -> None:
+def save_figure(figure: Any, path: str | os.PathLike) -> None:
+    """Writes ``figure`` as PNG or SVG, as ``path``'s suffix says (any other suffix is a ValueError)."""
     suffix = os.path.splitext(os.fspath(path))[1].lower()
     if suffix not in _FORMATS:
         raise ValueError(f"image path {os.fspath(path)!r} must end in .png or .svg.")
@@ -53,7 +56,7 @@ def sharding_image(
     """
     grid = tile_grid(sharding, shape)
     rows, cols = len(grid.heights), len(grid.widths)
-    figure = _figure(min(2 + 1.6 * cols, 16), min(1 + 0.9 * rows, 12))
+    figure = new_figure(min(2 + 1.6 * cols, 16), min(1 + 0.9 * rows, 12))
     axes = figure.add_subplot()
     tops = np.concatenate([[0], np.cumsum(grid.heights)])
     lefts = np.concatenate([[0], np.cumsum(grid.widths)])
@@ -77,7 +80,7 @@ def sharding_image(
     axes.set_axis_off()
     spec = "" if sharding.spec is None else f" {sharding.spec}"
     axes.set_title(title or f"{type(sharding).__name__}{spec} over an array of shape {tuple(shape)}", fontsize=9)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def _rectangle(corner: tuple[float, float], width: float, height: float, color: str) -> Any:
@@ -92,7 +95,7 @@ def communication_image(report: Any, path: str | os.PathLike) -> None:
 
     A 1-D mesh is one row, 2-D rows x columns, higher ranks fold every axis after the first into columns.
     """
-    figure = _figure(11, 4.2)
+    figure = new_figure(11, 4.2)
     mesh_axes, bars = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.3]})
     by_axes = report.by_axes()
     if report.mesh:
@@ -141,7 +144,7 @@ def communication_image(report: Any, path: str | os.PathLike) -> None:
     )
     if groups:
         bars.legend(fontsize=8)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def _amount(totals: Any) -> str:

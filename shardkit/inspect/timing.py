@@ -383,7 +383,7 @@ def timeline_image(step: StepTime, path: str | os.PathLike) -> None:
     from shardkit.inspect import images
 
     rows = ["compute / memory", *dict.fromkeys(t.collective.over for t in step.collectives)]
-    figure = images._figure(11, 1.2 + 0.45 * len(rows))
+    figure = images.new_figure(11, 1.2 + 0.45 * len(rows))
     axes = figure.add_subplot()
     y = {name: i for i, name in enumerate(rows)}
     busy = max(step.compute, step.memory)
@@ -407,4 +407,4 @@ def timeline_image(step: StepTime, path: str | os.PathLike) -> None:
         f"{human_seconds(step.exposed)} of {human_seconds(step.communication)} communication exposed",
         fontsize=9,
     )
-    images._save(figure, path)
+    images.save_figure(figure, path)
