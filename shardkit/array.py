@@ -782,7 +782,7 @@ def make_array_from_process_local_data(
     global_shape = canonical_shape(global_shape)
     if len(global_shape) != len(local_shape):
         raise ValueError(f"global_shape {global_shape} and local data shape {local_shape} differ in rank.")
-    shard_shape = sharding.shard_shape(global_shape)
+    shard_shape = _layout(sharding, global_shape).piece_shape  # a pmap's mapped dimension kept, of size 1
     starts = _local_starts(sharding, global_shape)
     full_dim = []
     for i, (data_dim, global_dim) in enumerate(zip(local_shape, global_shape)):
@@ -795,12 +795,12 @@ def make_array_from_process_local_data(
             )
 
     def local_piece(index: Index) -> np.ndarray:
-        at = []
-        for i, (lo, hi) in enumerate(_box(index, global_shape)):
+        at: list[slice | int] = []
+        for i, (entry, (lo, hi)) in enumerate(zip(index, _box(index, global_shape))):
             if not full_dim[i]:
                 lo = starts[i].index(lo) * shard_shape[i]
                 hi = lo + shard_shape[i]
-            at.append(slice(lo, hi))
+            at.append(slice(lo, hi) if isinstance(entry, slice) else lo)  # an int drops a mapped dimension
         return local_data[tuple(at)]
 
     return make_array_from_callback(global_shape, sharding, local_piece)
@@ -814,8 +814,10 @@ def _local_starts(sharding: Sharding, shape: Shape) -> list[list[int]]:
 
 def _local_to_global_shape(sharding: Sharding, local_shape: Shape) -> Shape:
     """Global size per dimension = local size * (distinct slices overall / distinct slices held here)."""
-    # Pieces have the same size, so the counts can be taken on any shape divisible by the tiling.
-    probe = tuple(max(n, 1) * sharding.num_devices for n in local_shape)
+    # Pieces have the same size, so the counts can be taken on any shape divisible by the tiling; a mapped
+    # dimension (pmap's) has exactly one index per device.
+    mapped = sharding.mapped_dims
+    probe = tuple(sharding.num_devices * (1 if d in mapped else max(n, 1)) for d, n in enumerate(local_shape))
     everywhere = [{_box(i, probe)[d] for i in sharding.devices_indices_map(probe).values()} for d in range(len(probe))]
     here = _local_starts(sharding, probe)
     out = []

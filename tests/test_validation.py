@@ -32,7 +32,9 @@ from tests.jax_oracle import jax_gspmd
 
 DEVS = jax.devices()
 MESH = sk.make_mesh((4, 2), ("x", "y"))
+JAX_MESH = jax.sharding.Mesh(MESH.devices, MESH.axis_names)
 NS = sk.NamedSharding
+PMAP_LOCAL = np.arange(16 * 8, dtype=np.float32).reshape(16, 8)
 
 # -- running inputs that used to crash, in one child interpreter --------------------------------------------
 
@@ -550,6 +552,43 @@ DEVICE_ERRORS = [
         TypeError,
         "Per-device array 0 must be a shardkit or jax Array on one device, got str",
     ),
+    # fuzz-2026-11b: a pmap's pieces drop their mapped dimension, which process-local data indexed past; jax's
+    # NamedSharding conversion indexes its spec by ndim unchecked.
+    case(
+        "fuzz-2026-11b-unclean-1",
+        lambda: sk.make_array_from_process_local_data(sk.PmapSharding(DEVS[:4], 1), PMAP_LOCAL, (16, 4)),
+        ValueError,
+        r"In dimension 1, the process data has 8 elements\. Process addresses 4 elements and global_shape=\(16, 4\)",
+    ),
+    case(
+        "fuzz-2026-11b-unclean-1 (global shape inferred)",
+        lambda: sk.make_array_from_process_local_data(sk.PmapSharding(DEVS[:4], 1), PMAP_LOCAL),
+        ValueError,
+        r"dimension 1 of shape \(16, 8\) has size 8, but there are 4 devices",
+    ),
+    case(
+        "fuzz-2026-11b-unclean-2",
+        lambda: NS(sk.make_mesh((2, 2, 2), ("a", "b", "c")), P()).is_equivalent_to(
+            jax.sharding.NamedSharding(JAX_MESH, jax.sharding.PartitionSpec(None, "y")), 1
+        ),
+        ValueError,
+        r"is_equivalent_to\(other, ndim=1\): Sharding NamedSharding\(.*spec=P\(None, 'y'\).* is only valid for "
+        r"values of rank at least 2, but was applied to a value of rank 1",
+    ),
+    case(
+        "fuzz-2026-11b-unclean-2 (shardkit's own)",
+        lambda: NS(MESH, P("x", "y")).is_equivalent_to(NS(MESH, P("x")), 1),
+        ValueError,
+        r"is_equivalent_to\(other, ndim=1\): Sharding NamedSharding\(.*spec=P\('x', 'y'\).* rank at least 2",
+    ),
+    case("is_equivalent_to ndim", lambda: NS(MESH, P()).is_equivalent_to(NS(MESH, P()), "1"), TypeError, "got '1'"),
+    case("is_equivalent_to bool", lambda: NS(MESH, P()).is_equivalent_to(NS(MESH, P()), True), TypeError, "got True"),
+    case(
+        "is_equivalent_to negative",
+        lambda: NS(MESH, P()).is_equivalent_to(NS(MESH, P("x")), -1),
+        ValueError,
+        r"is_equivalent_to's ndim must be a rank \(an int >= 0\), got -1",
+    ),
     case(
         "array-unclean-123",
         lambda: sk.load("func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n  return %a : tensor<8xf32>\n}"),
@@ -563,6 +602,22 @@ DEVICE_ERRORS = [
 def test_model_unclean_errors_are_named(make, error, message):
     with pytest.raises(error, match=message):
         make()
+
+
+@pytest.mark.parametrize("sharded_dim, shape", [(1, (16, 4)), (0, (4, 3)), (None, (5, 3))])
+@pytest.mark.parametrize("global_shape", ["given", "inferred"])
+def test_process_local_data_for_a_pmap_sharding_is_placed_as_device_put_places_it(sharded_dim, shape, global_shape):
+    """fuzz-2026-11b-unclean-1, the right answer: one process holds every piece, so its data is the value (as jax
+    0.4's PmapSharding took it), each piece without its mapped dimension."""
+    s = sk.PmapSharding(DEVS[:4], sharded_dim)
+    local = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    x = sk.make_array_from_process_local_data(s, local, shape if global_shape == "given" else None)
+    want = sk.device_put(local, s)
+    np.testing.assert_array_equal(np.asarray(x), local)
+    assert x.sharding == s
+    assert [(d.device, d.index) for d in x.addressable_shards] == [(d.device, d.index) for d in want.addressable_shards]
+    for got, expected in zip(x.addressable_shards, want.addressable_shards):
+        np.testing.assert_array_equal(np.asarray(got.data), np.asarray(expected.data))
 
 
 def test_meshes_are_immutable_as_jax_meshes_are():

@@ -8,10 +8,10 @@ meshes, ``device_ids`` included) or GSPMD ``mhlo.sharding`` strings; a value wit
 (``{?}``) dimensions, is left to the compiler. Everything inside ``@main`` (``sdy.manual_computation``,
 constraints, reshards, collectives) is the compiler's business and is passed through untouched.
 
-Binding. A module names no devices, only partitions (``mhlo.num_partitions``, else its meshes' size), so the
-device assignment is chosen here: the first ``num_partitions`` devices in order by default, a given device
-list, or a given ``Mesh`` of the same axes as one of the module's meshes (whose ``device_ids``, if any, say
-which partition each mesh position is).
+Binding. A module names no devices, only partitions (``mhlo.num_partitions``, else its meshes' size or the
+count XLA takes its ``mhlo.sharding``s over: ``_num_partitions``), so the device assignment is chosen here: the
+first ``num_partitions`` devices in order by default, a given device list, or a given ``Mesh`` of the same axes
+as one of the module's meshes (whose ``device_ids``, if any, say which partition each mesh position is).
 
 ``jax.export`` drops arguments the function does not use (``module_kept_var_idx``); loading puts them back
 into ``@main`` so a loaded program takes the same arguments as the exported function.
@@ -268,17 +268,69 @@ def _rename(module: ir.Module, func: ir.Operation, old: str, new: str) -> None:
 # -- devices -----------------------------------------------------------------------------------------------
 
 
-def _num_partitions(module: ir.Module, name: str, meshes: dict[str, SdyMesh], hlo: Sequence[HloSharding]) -> int:
-    """``mhlo.num_partitions``, else what the module's meshes and HLO shardings span (the body's too: a module
-    sharded only inside @main is partitioned as XLA partitions it), else 1."""
+class _HloSite(NamedTuple):
+    """An ``mhlo.sharding`` that says something, and the site that holds it."""
+
+    hlo: HloSharding
+    site: irx.Site
+
+    def at(self, where: str) -> str:
+        return f"{_site_at(where, self.site)} ({self.hlo})"
+
+
+def _partitions_asked(hlo: HloSharding) -> list[tuple[int, bool]]:
+    """(devices, tiled) for each piece of ``hlo`` that names devices: a tiled piece names its tile assignment's
+    (XLA takes it only over exactly that many partitions), a maximal one its device and those below it.
+    Replicated, manual, unknown and unreduced pieces name none, nor does a tiling over one device; a tuple names
+    what its elements name (asking a tuple itself aborts)."""
+    asked = []
+    for piece in map(_as_xla_reads, hlo.tuple_elements() or [hlo]):
+        if piece.is_replicated() or piece.is_manual() or piece.is_unknown() or piece.is_unreduced():
+            continue
+        if piece.is_maximal():
+            asked.append((piece.tile_assignment_devices()[0] + 1, False))
+        else:
+            asked.append((piece.num_devices(), True))
+    return asked
+
+
+def _as_xla_reads(hlo: HloSharding) -> HloSharding:
+    """``hlo`` as XLA reads it: a tiling over one device is replicated (XLA takes it over any partition count and
+    every partition holds the whole value)."""
+    if hlo.tuple_elements() or not hlo.is_tiled() or hlo.subgroup_types() or hlo.num_devices() != 1:
+        return hlo
+    return HloSharding.replicate()
+
+
+def _num_partitions(
+    module: ir.Module, name: str, main: ir.OpView, meshes: dict[str, SdyMesh], hlo: Sequence[_HloSite], where: str
+) -> int:
+    """``mhlo.num_partitions``, else the count XLA takes the module's meshes and HLO shardings over (those of the
+    functions XLA compiles: ``_reached``), else 1.
+
+    XLA's verifier (found compiling through jaxlib for every count) takes a tiled sharding only over exactly its
+    devices, so tiled shardings (and meshes) fix the count, and two counts are a LoadError, as XLA takes neither
+    partitioned. Without them, the highest maximal device sets it. A maximal device beyond a fixed count is left
+    to XLA: it refuses one on an op, and takes one in a while loop's own tuple sharding."""
     replicas = irx.module_int(module, irx.NUM_REPLICAS)
     if replicas not in (None, 1):
         raise LoadError(f"{name} has mhlo.num_replicas = {replicas}; shardkit runs SPMD programs of one replica.")
     partitions = irx.module_int(module, irx.NUM_PARTITIONS)
     sized = {f"sdy mesh {symbol_ref(n)} {m.body}": m.size for n, m in meshes.items() if m.axes}
     if partitions is None:
-        spans = [max(h.tile_assignment_devices()) + 1 if h.is_maximal() else h.num_devices() for h in hlo]
-        partitions = max([*sized.values(), *spans, 1])
+        reached = _reached(module, main) if hlo else set()
+        asked = [
+            (n, tiled, s) for s in hlo if _function_of(s.site.op) in reached for n, tiled in _partitions_asked(s.hlo)
+        ]
+        tiled = [(n, s) for n, is_tiled, s in asked if is_tiled]
+        for n, s in tiled[1:]:
+            if n != tiled[0][0]:
+                raise LoadError(
+                    f"{s.at(where)} tiles {n} devices, but {tiled[0][1].at(where)} tiles {tiled[0][0]}: XLA "
+                    "partitions a program over one device count, and a tiled sharding must cover all of it."
+                )
+        fixed = [*sized.values(), *(n for n, _ in tiled[:1])]
+        partitions = max(fixed or [n for n, _, _ in asked] or [1])
     for what, size in sized.items():
         if size != partitions:
             raise LoadError(f"{what} has {size} devices, but {name} runs on {partitions} partitions.")
@@ -354,7 +406,7 @@ class _Binding:
                 return self._sdy(SdyTensorSharding.from_attr(attrs[irx.SDY_SHARDING]), ndim)
             hlo = mhlo.read(attrs[irx.MHLO_SHARDING]) if irx.MHLO_SHARDING in attrs else None
             if hlo is not None:  # the empty string is no sharding, as XLA reads it
-                return from_hlo(hlo, self.devices, self.mesh, ndim)
+                return from_hlo(_as_xla_reads(hlo), self.devices, self.mesh, ndim)
         except ValueError as e:
             raise LoadError(f"{what}: {diagnostics.clause(e)}.") from None
         return None
@@ -444,7 +496,7 @@ def _import_round_trip(module: ir.Module) -> None:
             )
 
 
-def _hlo_shardings(module: ir.Module, where: str) -> list[HloSharding]:
+def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
     """Every ``mhlo.sharding`` of the module that says something (the body's too), once each is known to be one
     XLA reads without aborting (text, a serialized proto or the empty string, checked by shardkit's rules):
     LoadError at the op that holds a bad one."""
@@ -454,12 +506,53 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[HloSharding]:
             try:
                 hlo = mhlo.read(site.shardings[irx.MHLO_SHARDING])
             except ValueError as e:
-                raise LoadError(
-                    f"{_at(where, site.op)}: {site.label} of '{site.op.name}': {diagnostics.clause(e)}"
-                ) from None
+                raise LoadError(f"{_site_at(where, site)}: {diagnostics.clause(e)}") from None
             if hlo is not None and irx.SDY_SHARDING not in site.shardings:
-                out.append(hlo)
+                out.append(_HloSite(hlo, site))
     return out
+
+
+def _site_at(where: str, site: irx.Site) -> str:
+    """Where a sharding is, as errors name it: ``model.mlir:4:10: result 0 of 'stablehlo.add'`` (or of @main)."""
+    holder = symbol_ref(irx.symbol_name(site.op)) if site.op.name == "func.func" else f"'{site.op.name}'"
+    return f"{_at(where, site.op)}: {site.label} of {holder}"
+
+
+def _function_of(op: ir.Operation) -> str:
+    """The name of the function that holds ``op`` (itself, for a function's own arguments and results)."""
+    current: ir.Operation | None = op.operation
+    while current is not None and current.name != "func.func":
+        parent = current.parent
+        current = parent.operation if parent is not None else None
+    return "" if current is None else irx.symbol_name(current)
+
+
+def _reached(module: ir.Module, main: ir.OpView) -> set[str]:
+    """The functions XLA compiles: @main, every public function, and the functions they reach through symbol
+    references (``func.call``'s callee, a custom call's ``called_computations``, a composite's decomposition).
+    XLA drops the private functions nothing calls, and with them their shardings."""
+    funcs = {irx.symbol_name(op): op for op in irx.ops(module, "func.func")}
+    todo = [op for op in funcs.values() if "sym_visibility" not in op.attributes] + [main.operation]
+    seen = {irx.symbol_name(op) for op in todo}
+    while todo:
+        for op in irx.ops(todo.pop()):
+            attrs = op.attributes
+            for i in range(len(attrs)):
+                for ref in _symbol_refs(attrs[i].attr):
+                    if ref in funcs and ref not in seen:
+                        seen.add(ref)
+                        todo.append(funcs[ref])
+    return seen
+
+
+def _symbol_refs(attr: ir.Attribute) -> list[str]:
+    if isinstance(attr, ir.FlatSymbolRefAttr):
+        return [attr.value]
+    if isinstance(attr, ir.ArrayAttr):
+        return [ref for a in attr for ref in _symbol_refs(a)]
+    if isinstance(attr, ir.DictAttr):
+        return [ref for i in range(len(attr)) for ref in _symbol_refs(attr[i].attr)]
+    return []
 
 
 # -- the entry points --------------------------------------------------------------------------------------
@@ -485,7 +578,8 @@ def _program(source: Source, entry: str | None, index: int | None, allow_unregis
     hlo = _hlo_shardings(module, parsed.where)
     main = _entry(module, entry, parsed.where)
     meshes = irx.meshes(module)
-    return _Program(module, name, parsed.exported, main, meshes, _num_partitions(module, name, meshes, hlo))
+    partitions = _num_partitions(module, name, main, meshes, hlo, parsed.where)
+    return _Program(module, name, parsed.exported, main, meshes, partitions)
 
 
 def partitions(

@@ -317,10 +317,16 @@ class Sharding(jax.sharding.Sharding):
         any jax Sharding (shardkit's are too), read through jax's Sharding interface.
 
         As in jax: the HLO shardings agree (any two fully replicated ones do), the memory kinds agree and
-        the device lists are equal in order; shardings over abstract meshes compare without devices.
+        the device lists are equal in order; shardings over abstract meshes compare without devices. A
+        sharding that describes no value of rank ``ndim`` is a ValueError, as where jax places a value.
         """
         if not isinstance(other, jax.sharding.Sharding):
             raise TypeError(f"is_equivalent_to needs a Sharding, got {type(other).__name__}.")
+        if isinstance(ndim, bool) or not isinstance(ndim, (int, np.integer)):
+            raise TypeError(f"is_equivalent_to's ndim must be a rank (an int >= 0), got {ndim!r}.")
+        if ndim < 0:
+            raise ValueError(f"is_equivalent_to's ndim must be a rank (an int >= 0), got {ndim!r}.")
+        ndim = int(ndim)
         if self is other:
             return True
         if self.memory_kind != other.memory_kind:
@@ -330,7 +336,14 @@ class Sharding(jax.sharding.Sharding):
                 return False
         elif self.is_concrete != other._is_concrete:
             return False
-        return mhlo.equivalent(self.to_hlo(ndim), other._to_xla_hlo_sharding(ndim))
+        try:
+            mine = self.to_hlo(ndim)
+            if not isinstance(other, Sharding):  # jax's conversion indexes its spec by ndim unchecked
+                other.check_compatible_aval((1,) * ndim)  # jax's own rank check reads only the length
+            theirs = other._to_xla_hlo_sharding(ndim)
+        except ValueError as e:
+            raise ValueError(f"is_equivalent_to(other, ndim={ndim}): {e}") from None
+        return mhlo.equivalent(mine, theirs)
 
 
 # -- identity helpers -----------------------------------------------------------------------------------

@@ -655,6 +655,145 @@ def cache_target(data: Any) -> None:
             sk.clear_caches()
 
 
+@st.composite
+def sharded_modules(draw: Any) -> str:
+    """A StableHLO module of another compiler's kind, without ``mhlo.num_partitions``: a chain of ops on an
+    8x8 value in @main, in called functions, in while loops (their state's tuple sharding) and in jax's GSPMD
+    manual pattern, each sharding replicated, maximal, tiled over one device count (sometimes over another, or
+    over one device), or none."""
+    n = draw(st.sampled_from([2, 4, 8]))
+    functions: list[str] = []
+
+    def tiled(count: int) -> str:
+        forms = [f"{{devices=[{count},1]<=[{count}]}}", f"{{devices=[1,{count}]<=[{count}]}}"]
+        if count >= 4:
+            forms += [f"{{devices=[2,{count // 2}]<=[{count}]}}", f"{{devices=[2,1,{count // 2}]<=[{count}] "]
+            forms[-1] += "last_tile_dim_replicate}"
+        return draw(st.sampled_from(forms))
+
+    def sharding(scalar: bool = False) -> str | None:
+        kind = draw(st.sampled_from(["none", "replicated", "maximal", "tiled", "tiled", "other", "one device"]))
+        if kind == "maximal":
+            return f"{{maximal device={draw(st.integers(0, n - 1) if draw(st.integers(0, 9)) else st.integers(0, 7))}}}"
+        if kind == "tiled" and not scalar:
+            return tiled(n)
+        if kind == "other" and not scalar and draw(st.integers(0, 3)) == 0:
+            return tiled(draw(st.sampled_from([2, 4, 8])))
+        if kind == "one device" and not scalar:
+            return "{devices=[1,1]<=[1]}"
+        return None if kind == "none" else "{replicated}"
+
+    def attr(s: str | None) -> str:
+        return "" if s is None else f' {{mhlo.sharding = "{s}"}}'
+
+    def chain(v: str, prefix: str, depth: int) -> tuple[list[str], str]:
+        lines = []
+        for i in range(draw(st.integers(1, 3))):
+            out = f"%{prefix}{i}"
+            step = draw(st.sampled_from(["op", "op", "constraint", "call", "while", "manual"] if depth < 2 else ["op"]))
+            t = "tensor<8x8xf32>"
+            if step == "op":
+                op = draw(st.sampled_from(["negate", "abs", "add"]))
+                operands = f"{v}, {v}" if op == "add" else v
+                lines.append(f"{out} = stablehlo.{op} {operands}{attr(sharding())} : {t}")
+            elif step == "constraint":
+                s = sharding() or "{replicated}"
+                lines.append(f'{out} = stablehlo.custom_call @Sharding({v}) {{mhlo.sharding = "{s}"}} : ({t}) -> {t}')
+            elif step == "call":
+                name = f"f{len(functions)}"
+                functions.append("")  # reserve the name; a nested call takes the next one
+                body, result = chain("%arg0", f"{name}_", depth + 1)
+                arg, res = sharding(), sharding()
+                functions[int(name[1:])] = (
+                    f"func.func private @{name}(%arg0: {t}{attr(arg)}) -> ({t}{attr(res)}) {{\n  "
+                    + "\n  ".join(body)
+                    + f"\n  return {result} : {t}\n}}"
+                )
+                lines.append(f"{out} = call @{name}({v}) : ({t}) -> {t}")
+            elif step == "while":
+                counter, value = sharding(scalar=True) or "{replicated}", sharding() or "{replicated}"
+                body, result = chain(f"%{prefix}x{i}", f"{prefix}b{i}_", depth + 1)
+                lines += [
+                    f"%{prefix}c{i} = stablehlo.constant dense<0> : tensor<i32>",
+                    f"%{prefix}w{i}, {out} = stablehlo.while(%{prefix}i{i} = %{prefix}c{i}, %{prefix}x{i} = {v}) : "
+                    f'tensor<i32>, {t} attributes {{mhlo.sharding = "{{{counter}, {value}}}"}}',
+                    "cond {",
+                    f"  %{prefix}k{i} = stablehlo.constant dense<2> : tensor<i32>",
+                    f"  %{prefix}lt{i} = stablehlo.compare LT, %{prefix}i{i}, %{prefix}k{i} : "
+                    "(tensor<i32>, tensor<i32>) -> tensor<i1>",
+                    f"  stablehlo.return %{prefix}lt{i} : tensor<i1>",
+                    "} do {",
+                    f"  %{prefix}one{i} = stablehlo.constant dense<1> : tensor<i32>",
+                    f"  %{prefix}n{i} = stablehlo.add %{prefix}i{i}, %{prefix}one{i}{attr(sharding(scalar=True))} : "
+                    "tensor<i32>",
+                    *(f"  {line}" for line in body),
+                    f"  stablehlo.return %{prefix}n{i}, {result} : tensor<i32>, {t}",
+                    "}",
+                ]
+            else:
+                rows = f"tensor<{8 // n}x8xf32>"
+                full = f"{{devices=[{n},1]<=[{n}]}}"
+                lines += [
+                    f'%{prefix}s{i} = stablehlo.custom_call @Sharding({v}) {{mhlo.sharding = "{full}"}} : ({t}) -> {t}',
+                    f"%{prefix}m{i} = stablehlo.custom_call @SPMDFullToShardShape(%{prefix}s{i}) "
+                    f'{{mhlo.sharding = "{{manual}}"}} : ({t}) -> {rows}',
+                    f'%{prefix}a{i} = stablehlo.abs %{prefix}m{i} {{mhlo.sharding = "{{manual}}"}} : {rows}',
+                    f"{out} = stablehlo.custom_call @SPMDShardToFullShape(%{prefix}a{i}) "
+                    f'{{mhlo.sharding = "{full}"}} : ({rows}) -> {t}',
+                ]
+            v = out
+        return lines, v
+
+    body, result = chain("%arg0", "v", 0)
+    t = "tensor<8x8xf32>"
+    main = (
+        f"func.func @main(%arg0: {t}{attr(sharding())}) -> ({t}{attr(sharding())}) {{\n  "
+        + "\n  ".join(body)
+        + f"\n  return {result} : {t}\n}}"
+    )
+    return "\n".join([main, *functions])
+
+
+_LOAD_INPUT = np.arange(64, dtype=np.float32).reshape(8, 8) - 32
+
+
+def load_target(text: str) -> None:
+    """A module of shardings in bodies, tuples, maximal and replicated pieces loads on the partition count XLA
+    takes it for and runs with XLA's numbers and output sharding where @main gives one (XLA alone: jaxlib's
+    client, no shardkit); a module shardkit refuses, or whose compile XLA refuses, XLA takes for no partition
+    count but 1."""
+    from shardkit.lowering import load
+    from tests.test_load_foreign import xla_run, xla_takes
+
+    C.mark("load", text)
+    lowered = C.run(lambda: sk.load(text))
+    if isinstance(lowered, Exception):
+        taken = [n for n in range(2, 9) if xla_takes(text, n)]
+        if taken or not isinstance(lowered, load.LoadError):
+            raise Finding(f"sk.load refused a module XLA compiles for {taken} partitions: {lowered}\n{text}")
+        C.compared("a refused module against XLA")
+        return
+    n = load.partitions(text)
+    try:
+        compiled = lowered.compile()
+    except jax.errors.JaxRuntimeError as e:
+        taken = [k for k in range(2, 9) if xla_takes(text, k)]
+        if taken:
+            raise Finding(f"shardkit chose {n} partitions, XLA refused them but takes {taken}: {e}\n{text}") from e
+        C.compared("a module XLA refuses")
+        return
+    got = C.run(lambda: compiled(_LOAD_INPUT))
+    if isinstance(got, Exception):
+        raise Finding(f"a loaded module did not run: {got}\n{text}")
+    ((want, sharding),) = xla_run(text, n, [_LOAD_INPUT], [got.shape])
+    C.compared("a loaded module against XLA")
+    if not np.array_equal(np.asarray(got), want):
+        raise Finding(f"a module loaded on {n} partitions computes other numbers than XLA:\n{text}")
+    result_sharded = "-> (tensor<8x8xf32> {mhlo" in text.split("\n", 1)[0]  # else XLA chooses, as under jax
+    if result_sharded and not got.sharding.is_equivalent_to(sharding, 2):
+        raise Finding(f"a module loaded on {n} partitions gives {got.sharding}, XLA {sharding}:\n{text}")
+
+
 def _read(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
@@ -686,6 +825,7 @@ TARGETS: dict[str, tuple[Callable, dict[str, Any], float]] = {
     "lowering": (lowering_target, {"data": st.data()}, 1),
     "cache": (cache_target, {"data": st.data()}, 1),
     "target": (target_target, {"spec": target_specs()}, 1),
+    "load": (load_target, {"text": sharded_modules()}, 1),
 }
 
 
