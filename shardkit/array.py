@@ -1027,9 +1027,15 @@ def asarray(x: Any) -> Array:
 
 
 def _as_shardkit(out: Any) -> Any:
-    """jax's concrete results as shardkit Arrays (zero copy); tracers and everything else as they are."""
+    """jax's concrete committed results as shardkit Arrays (zero copy); tracers and everything else as they are.
+
+    An uncommitted result stays jax's: jax puts such a value (``x.imag`` of a real array, a constant) on the
+    default device and moves it to wherever it is used next, while a shardkit Array stays where it is, so
+    wrapping it would pin a one-device piece that later operations over the mesh refuse (as jax would refuse a
+    committed one)."""
     return jax.tree_util.tree_map(
-        lambda v: asarray(v) if isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer) else v, out
+        lambda v: asarray(v) if isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer) and v.committed else v,
+        out,
     )
 
 

@@ -132,6 +132,36 @@ def test_operators_and_methods_match_jax(fun):
     same(got, want)
 
 
+@pytest.mark.parametrize(
+    "fun",
+    [
+        lambda a: a.imag,  # zeros jax leaves uncommitted on the default device
+        lambda a: jnp.square(a.real) + jnp.square(a.imag),
+        lambda a: a.conj() * a + a.imag,
+        lambda a: jnp.sqrt(jnp.sum(a**2)) + jnp.max(jnp.abs(a)),
+        lambda a: a.sum(axis=1) + a.imag.sum(axis=1),
+    ],
+    ids=["imag", "square parts", "conj times", "norms", "sums"],
+)
+def test_eager_results_are_placed_as_jax_places_them(fun):
+    """An eager jax operation on shardkit Arrays places its result as on jax Arrays: a result jax leaves uncommitted
+    stays uncommitted (a shardkit Array never is), so the next operation over the mesh takes it."""
+    got, want = fun(sk_x()), fun(jax_x())
+    assert got.committed == want.committed
+    same(got, want)
+
+
+def test_optax_norms_of_shardkit_arrays():
+    optax = pytest.importorskip("optax")
+    tree = {"w": sk_x(), "b": sk.device_put(VALUE[0], sk.NamedSharding(MESH, P()))}
+    jtree = {"w": jax_x(), "b": jax.device_put(VALUE[0], sk.NamedSharding(MESH, P()).to_jax(1))}
+    for norm in (optax.tree.norm, lambda t: optax.tree.norm(t, ord=1), lambda t: optax.tree.norm(t, ord="inf")):
+        np.testing.assert_array_equal(np.asarray(norm(tree)), np.asarray(norm(jtree)))
+    clipped = optax.clip_by_global_norm(1.0).update(tree, optax.clip_by_global_norm(1.0).init(tree))[0]
+    jclipped = optax.clip_by_global_norm(1.0).update(jtree, optax.clip_by_global_norm(1.0).init(jtree))[0]
+    np.testing.assert_allclose(np.asarray(clipped["w"]), np.asarray(jclipped["w"]), rtol=1e-6)
+
+
 def test_item_and_python_scalars():
     x = sk_x()
     assert x[3, 1].item() == jax_x()[3, 1].item() == 7.0
