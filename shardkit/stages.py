@@ -308,8 +308,8 @@ def filter_jit(
         >>> float(step(w, x).sum()), w.is_deleted()
         (28.0, False)
     """
-    mode = {True: "all", False: "none"}.get(donate, donate) if isinstance(donate, bool) else donate
-    if mode not in _DONATE:
+    mode = ("all" if donate else "none") if isinstance(donate, bool) else donate
+    if not isinstance(mode, str) or mode not in _DONATE:
         raise ValueError(f"filter_jit's donate must be one of {', '.join(map(repr, _DONATE))}, got {donate!r}.")
     if fun is None:
         return functools.partial(filter_jit, donate=mode, partitioner=partitioner)

@@ -232,6 +232,15 @@ def symbol_name(op: Op) -> str:
     return ir.StringAttr(op.operation.attributes["sym_name"]).value
 
 
+def function_of(op: Op) -> ir.Operation | None:
+    """The ``func.func`` that holds ``op`` (``op`` itself if it is one: its arguments and results are its own)."""
+    current: ir.Operation | None = op.operation
+    while current is not None and current.name != "func.func":
+        parent = current.parent
+        current = parent.operation if parent is not None else None
+    return current
+
+
 def meshes(module: ir.Module) -> dict[str, SdyMesh]:
     """``sdy.mesh`` symbols at the top of the module, by name, in order."""
     return {symbol_name(op): mesh_of(op) for op in mesh_ops(module)}

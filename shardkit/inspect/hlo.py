@@ -20,7 +20,7 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -316,26 +316,27 @@ def source(meta: dict[str, str], frames: dict[int, Frame]) -> Frame | None:
     return None
 
 
-def located(instruction: Any, frames: dict[int, Frame]) -> tuple[dict[str, str], Frame | None]:
-    """(metadata, source line) of a compiled ``HloInstruction`` (jaxlib's; ``to_string()`` and ``users()``): its
-    own, or, where it has no line, those of the nearest instruction downstream that has one.
+def located(start: Iterable[Any], frames: dict[int, Frame]) -> tuple[dict[str, str], Frame] | None:
+    """(metadata, source line) of the first of the compiled ``HloInstruction``s ``start`` (jaxlib's:
+    ``to_string()`` and ``users()``) or of the instructions downstream of them, nearest first, that has a line;
+    None where none has.
 
     XLA's partitioner names the collectives and copies it inserts after the op that needs them (jaxlib 0.10), or,
     from jaxlib 0.11 on, often after the value they move (``op_name="a"`` for an argument, no line): the op the
     data flows into is then the nearest one that says which line of the program asked for it.
     """
-    meta = metadata(parse_instruction(instruction.to_string()))
-    frame = source(meta, frames)
-    seen, frontier = {instruction}, list(instruction.users())
-    while frame is None and frontier:
+    seen: set[Any] = set()
+    frontier = list(start)
+    while frontier:
         following = []
-        for user in frontier:
-            if user in seen:
+        for inst in frontier:
+            if inst in seen:
                 continue
-            seen.add(user)
-            user_meta = metadata(parse_instruction(user.to_string()))
-            if source(user_meta, frames) is not None:
-                return user_meta, source(user_meta, frames)
-            following += user.users()
+            seen.add(inst)
+            meta = metadata(parse_instruction(inst.to_string()))
+            frame = source(meta, frames)
+            if frame is not None:
+                return meta, frame
+            following += inst.users()
         frontier = following
-    return meta, frame
+    return None

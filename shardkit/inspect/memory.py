@@ -207,7 +207,7 @@ def buffers(module: Any) -> list[Buffer]:
             meta = hlo.metadata(parsed)
             frame = hlo.source(meta, frames)
             if frame is None and not argument:  # XLA's own copies and collectives: the line that asked for them
-                meta, frame = hlo.located(inst, frames)
+                meta, frame = hlo.located(inst.users(), frames) or (meta, None)
             for shape in parsed.arrays:
                 found.append(Buffer(parsed.name, shape, kind, meta.get("op_name", ""), _str(frame)))
 

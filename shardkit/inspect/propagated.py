@@ -94,7 +94,7 @@ class PropagatedModule:
         found = locations.source(op.location)
         if found is not None:
             return found
-        func = _function_of(op)
+        func = irx.function_of(op)
         if func is None:
             return None
         name = ir.StringAttr(func.attributes["sym_name"]).value
@@ -174,7 +174,7 @@ class PropagatedModule:
         for use in value.uses:
             user = use.owner.operation
             if user.name == "func.return":
-                func = _function_of(user)
+                func = irx.function_of(user)
                 if func is not None and func != self.main.operation:
                     name = ir.StringAttr(func.attributes["sym_name"]).value
                     out += [call.results[use.operand_number] for call in self.callers.get(name, [])]
@@ -310,7 +310,7 @@ class PropagatedModule:
 
     def _needed(self, user: ir.Operation, operand: int) -> list[str]:
         """The origin names of what ``needs`` finds."""
-        if user.name == "func.return" and _function_of(user) == self.main.operation:
+        if user.name == "func.return" and irx.function_of(user) == self.main.operation:
             return [f"output: {operand}"]
         return self._fixed_by(user, f"input: {operand}")
 
@@ -350,7 +350,7 @@ class PropagatedModule:
         if user is None:
             return ""
         if user.name == "func.return":
-            func = _function_of(user)
+            func = irx.function_of(user)
             name = ir.StringAttr(func.attributes["sym_name"]).value if func is not None else "?"
             return "the result of main" if name == "main" else f"the result of @{name}"
         if user.name == "func.call":
@@ -450,7 +450,7 @@ def _reshard_reason(
         k.startswith("shard_map") for side in kinds for k in side
     ):
         return "shard_map"
-    if user is not None and user.name == "func.return" and _function_of(user) == facts.main.operation:
+    if user is not None and user.name == "func.return" and irx.function_of(user) == facts.main.operation:
         return "out-sharding"
     in_callee = isinstance(owner, ir.Block) and owner.owner.operation != facts.main.operation
     at_call = user is not None and user.name in ("func.call", "func.return")
@@ -472,13 +472,6 @@ def _adding(side: Sharded, origins: Iterable[Origin]) -> Sharded:
     for o in (*side.origins, *origins):
         unique.setdefault((o.kind, o.index), o)
     return dataclasses.replace(side, origins=tuple(unique.values()))
-
-
-def _function_of(op: ir.Operation) -> ir.Operation | None:
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        parent = parent.parent
-    return parent
 
 
 def _returned(func: ir.Operation) -> list[ir.Value]:

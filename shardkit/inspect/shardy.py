@@ -35,8 +35,6 @@ PIPELINE = "propagate,sdy-insert-explicit-reshards{enable-full-version=true},sdy
 
 _PARAM = re.compile(r"\{([^{}]*)\}:\s*(\d+)->(\d+)")
 
-Ref = irx.AxisRef
-
 
 def report(module: ir.Module, mesh: Any = None, devices: Sequence[Any] | None = None) -> CommunicationReport:
     """The collectives Shardy would insert into (a copy of) ``module``, plus those it already holds.
@@ -142,12 +140,12 @@ class _Reader:
         if kind == "collective-permute":
             return self._permute(op, out, mesh, loops)
 
-        def size(refs: list[Ref]) -> int:
+        def size(refs: list[irx.AxisRef]) -> int:
             return math.prod(_axis_size(mesh, name, sub) for name, sub in refs)
 
         result = _local(op.results[0].type, out, mesh)
         parts = [size([(a.name, a.sub) for a in dim.axes]) for dim in out.dims]
-        grouped: list[Ref] = []
+        grouped: list[irx.AxisRef] = []
         if kind == "all-to-all":
             for text, src, tgt in _PARAM.findall(str(op.attributes["params"])):
                 refs = irx.axis_refs(text)

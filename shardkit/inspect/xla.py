@@ -143,7 +143,7 @@ class _Reader:
         if inst.opcode in _DONE:  # a start's own shape bundles operands and buffers; its done holds the result
             done = next((u for u in inst.users() if u.opcode == _DONE[inst.opcode]), None)
             results = hlo.parse_instruction(done.to_string()).arrays if done is not None else results[-1:]
-        meta, frame = self.located(inst)
+        meta, frame = self.located(inst, hlo.metadata(parsed))
         attrs = parsed.attributes
         channel = "channel_id" in attrs
         num = len(self.devices)
@@ -176,7 +176,7 @@ class _Reader:
             kind, parsed, operands, results, axes, len(parts[0]), tuple(map(tuple, parts)), meta, frame, is_async, loops
         )
 
-    def located(self, inst: Any) -> tuple[dict[str, str], hlo.Frame | None]:
+    def located(self, inst: Any, meta: dict[str, str]) -> tuple[dict[str, str], hlo.Frame | None]:
         """The metadata and source line of a collective: its own; else those of the nearest op downstream of an
         op that reads it (in a fusion, the fused op that reads it, not the root the fusion is named after); else
         those of the op that computes the value it moves.
@@ -186,18 +186,19 @@ class _Reader:
         the op that computed it. Looking downstream first, then upstream, finds the line 0.10 gives where 0.11
         gives none, and the line 0.11 gives where 0.10 gives none.
         """
-        meta = hlo.metadata(hlo.parse_instruction(inst.to_string()))
-        if hlo.source(meta, self.frames) is not None:
-            return meta, hlo.source(meta, self.frames)
+        frame = hlo.source(meta, self.frames)
+        if frame is not None:
+            return meta, frame
         for user in inst.users():
             for reader in (*self.fused_parameters(user, inst), user):
-                found = hlo.located(reader, self.frames)
-                if found[1] is not None:
+                found = hlo.located([reader], self.frames)
+                if found is not None:
                     return found
         for operand in inst.operands():
-            found = hlo.metadata(hlo.parse_instruction(operand.to_string()))
-            if hlo.source(found, self.frames) is not None:
-                return found, hlo.source(found, self.frames)
+            computed = hlo.metadata(hlo.parse_instruction(operand.to_string()))
+            frame = hlo.source(computed, self.frames)
+            if frame is not None:
+                return computed, frame
         return meta, None
 
     def fused_parameters(self, fusion: Any, operand: Any) -> list[Any]:

@@ -319,9 +319,8 @@ def _num_partitions(
     sized = {f"sdy mesh {symbol_ref(n)} {m.body}": m.size for n, m in meshes.items() if m.axes}
     if partitions is None:
         reached = _reached(module, main) if hlo else set()
-        asked = [
-            (n, tiled, s) for s in hlo if _function_of(s.site.op) in reached for n, tiled in _partitions_asked(s.hlo)
-        ]
+        kept = [s for s in hlo if (func := irx.function_of(s.site.op)) is not None and irx.symbol_name(func) in reached]
+        asked = [(n, tiled, s) for s in kept for n, tiled in _partitions_asked(s.hlo)]
         tiled = [(n, s) for n, is_tiled, s in asked if is_tiled]
         for n, s in tiled[1:]:
             if n != tiled[0][0]:
@@ -516,15 +515,6 @@ def _site_at(where: str, site: irx.Site) -> str:
     """Where a sharding is, as errors name it: ``model.mlir:4:10: result 0 of 'stablehlo.add'`` (or of @main)."""
     holder = symbol_ref(irx.symbol_name(site.op)) if site.op.name == "func.func" else f"'{site.op.name}'"
     return f"{_at(where, site.op)}: {site.label} of {holder}"
-
-
-def _function_of(op: ir.Operation) -> str:
-    """The name of the function that holds ``op`` (itself, for a function's own arguments and results)."""
-    current: ir.Operation | None = op.operation
-    while current is not None and current.name != "func.func":
-        parent = current.parent
-        current = parent.operation if parent is not None else None
-    return "" if current is None else irx.symbol_name(current)
 
 
 def _reached(module: ir.Module, main: ir.OpView) -> set[str]:
