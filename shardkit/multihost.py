@@ -21,7 +21,7 @@ import numpy as np
 from shardkit import _jaxlib
 from shardkit.array import Array, make_array_from_process_local_data, relabel, reshard
 from shardkit.mesh import Mesh
-from shardkit.partition_spec import PartitionSpec
+from shardkit.partition_spec import PartitionSpec, axes_of
 from shardkit.sharding import GSPMDSharding, NamedSharding
 from shardkit.stages import jit
 
@@ -40,7 +40,7 @@ def _rescaled(shape: tuple[int, ...], mesh: Mesh, spec: PartitionSpec, *, to_glo
     """``shape`` with each dimension scaled by (pieces over the whole mesh) / (pieces over the local mesh)."""
     out = []
     for dim, n in enumerate(shape):
-        axes = spec.axes_of(dim) if dim < len(spec) else ()
+        axes = axes_of(spec, dim)
         whole = math.prod(mesh.axis_size(a) for a in axes)
         local = math.prod(mesh.local_mesh.axis_size(a) for a in axes)
         out.append(n * whole // local if to_global else n * local // whole)

@@ -11,6 +11,7 @@ from jax._src import sharding_impls as jax_sharding_impls
 from jaxlib import xla_client as xc
 
 import shardkit as sk
+from shardkit.partition_spec import axes_of
 
 DEVS = jax.devices()
 
@@ -78,7 +79,7 @@ def random_case(rng: np.random.Generator):
     spec = sk.P(*entries)
     shape = []
     for dim in range(rank):
-        parts = int(np.prod([mesh.axis_size(a) for a in spec.axes_of(dim)] or [1]))
+        parts = int(np.prod([mesh.axis_size(a) for a in axes_of(spec, dim)] or [1]))
         shape.append(parts * int(rng.integers(1, 4)))
     return mesh, spec, tuple(shape)
 

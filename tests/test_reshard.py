@@ -9,6 +9,7 @@ import pytest
 import shardkit as sk
 from shardkit import P
 from shardkit.executor import reshard
+from shardkit.partition_spec import axes_of
 from tests.jax_oracle import jax_named
 from tests.test_array import assert_same_array
 
@@ -56,7 +57,7 @@ def pairs(n: int, seed: int):
             int(
                 np.lcm(
                     *(
-                        int(np.prod([m.axis_size(a) for a in s.spec.axes_of(d)] or [1]))
+                        int(np.prod([m.axis_size(a) for a in axes_of(s.spec, d)] or [1]))
                         for m, s in ((one, s1), (two, s2))
                     )
                 )

@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from shardkit.partition_spec import UNCONSTRAINED
+from shardkit.partition_spec import UNCONSTRAINED, PartitionSpec
 from shardkit.sharding import Sharding, as_sharding, is_sharding_like
 
 PARTITIONERS = ("shardy", "gspmd")
@@ -42,9 +42,7 @@ def _has_unconstrained(s: Any) -> bool:
     if isinstance(s, Sharding):
         return bool(s.unconstrained_dims)
     spec = getattr(s, "spec", s)  # a jax NamedSharding's spec, or a bare PartitionSpec
-    return isinstance(spec, (tuple, jax.sharding.PartitionSpec)) and any(
-        e is UNCONSTRAINED or e is jax.sharding.PartitionSpec.UNCONSTRAINED for e in spec
-    )
+    return isinstance(spec, (tuple, PartitionSpec)) and UNCONSTRAINED in tuple(spec)
 
 
 def _check_sharding_tree(tree: Any, what: str) -> None:

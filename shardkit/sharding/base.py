@@ -321,7 +321,7 @@ class Sharding(jax.sharding.Sharding):
         sharding that describes no value of rank ``ndim`` is a ValueError, as where jax places a value.
         """
         if not isinstance(other, jax.sharding.Sharding):
-            raise TypeError(f"is_equivalent_to needs a Sharding, got {type(other).__name__}.")
+            raise TypeError(f"is_equivalent_to needs a Sharding, got {other!r} of type {type(other).__name__}.")
         if isinstance(ndim, bool) or not isinstance(ndim, (int, np.integer)):
             raise TypeError(f"is_equivalent_to's ndim must be a rank (an int >= 0), got {ndim!r}.")
         if ndim < 0:

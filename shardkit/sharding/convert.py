@@ -15,7 +15,7 @@ from shardkit.mesh import AbstractMesh, Mesh, current_mesh
 from shardkit.partition_spec import PartitionSpec
 from shardkit.sharding.base import Device, Sharding
 from shardkit.sharding.gspmd import GSPMDSharding
-from shardkit.sharding.named import NamedSharding, spec_from_jax
+from shardkit.sharding.named import NamedSharding
 from shardkit.sharding.single import SingleDeviceSharding
 
 
@@ -80,7 +80,7 @@ def physical_sharding(sharding: Sharding, ndim: int, extra: int) -> Sharding:
 
 def is_sharding_like(x: Any) -> bool:
     """Whether ``x`` is a leaf of a tree of shardings (``as_sharding`` takes it), None included."""
-    return x is None or isinstance(x, (Sharding, PartitionSpec, jax.sharding.Sharding, jax.sharding.PartitionSpec))
+    return x is None or isinstance(x, (Sharding, PartitionSpec, jax.sharding.Sharding))
 
 
 def as_sharding(sharding: Any, ndim: int, what: str) -> Sharding:
@@ -97,15 +97,14 @@ def as_sharding(sharding: Any, ndim: int, what: str) -> Sharding:
         return sharding
     if isinstance(sharding, jax.sharding.Sharding):
         return from_jax(sharding, ndim)
-    if isinstance(sharding, (PartitionSpec, jax.sharding.PartitionSpec)):
+    if isinstance(sharding, PartitionSpec):
         mesh = current_mesh()
         if mesh.empty:
             raise ValueError(
                 f"{what} holds the bare PartitionSpec {sharding}, which names mesh axes of no mesh: use it inside "
                 "`with mesh:`, or pass NamedSharding(mesh, spec)."
             )
-        spec = spec_from_jax(sharding) if isinstance(sharding, jax.sharding.PartitionSpec) else sharding
-        return NamedSharding(mesh, spec)
+        return NamedSharding(mesh, sharding)
     raise TypeError(
         f"{what} must hold shardkit or jax Shardings, PartitionSpecs (under `with mesh:`) or None, got {sharding!r}."
     )

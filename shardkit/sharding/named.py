@@ -19,7 +19,7 @@ from shardkit.caching import memoize
 from shardkit.dialects import mhlo
 from shardkit.dialects.sdy import SdyDim, SdyMesh, SdyTensorSharding
 from shardkit.mesh import AbstractMesh, AxisType, Mesh, mesh_from_jax
-from shardkit.partition_spec import UNCONSTRAINED, PartitionSpec
+from shardkit.partition_spec import UNCONSTRAINED, PartitionSpec, as_spec, axes_of, check_entries, used_axes
 from shardkit.sharding.base import Device, Sharding, check_memory_kind
 
 
@@ -33,7 +33,8 @@ class DuplicateSpecError(ValueError):
 
 @memoize(maxsize=1024)
 def _check_spec(mesh: Mesh | AbstractMesh, spec: PartitionSpec) -> None:
-    used = spec.used_axes()
+    check_entries(spec)
+    used = used_axes(spec)
     for name in used:
         if name not in mesh.axis_names:
             raise ValueError(
@@ -75,14 +76,7 @@ class NamedSharding(Sharding):
             raise TypeError(
                 f"NamedSharding needs a Mesh or AbstractMesh (shardkit's or jax's), got {type(mesh).__name__}."
             )
-        if spec is None:
-            spec = PartitionSpec()
-        elif isinstance(spec, jax.sharding.PartitionSpec):
-            spec = spec_from_jax(spec)
-        elif not isinstance(spec, PartitionSpec):
-            if not isinstance(spec, (tuple, list)):
-                raise TypeError(f"NamedSharding needs a PartitionSpec, got {spec!r}.")
-            spec = PartitionSpec(*spec)
+        spec = PartitionSpec() if spec is None else as_spec(spec, "NamedSharding")
         if isinstance(mesh, Mesh) and mesh.empty:
             raise ValueError(f"NamedSharding needs a mesh with devices, got the empty mesh {mesh}.")
         _check_spec(mesh, spec)
@@ -125,10 +119,10 @@ class NamedSharding(Sharding):
 
     @property
     def is_fully_replicated(self) -> bool:
-        return all(self.mesh.axis_size(n) == 1 for n in self.spec.used_axes())
+        return all(self.mesh.axis_size(n) == 1 for n in used_axes(self.spec))
 
     def _tile_description(self, dim: int) -> str:
-        axes = self.spec.axes_of(dim)
+        axes = axes_of(self.spec, dim)
         sizes = "*".join(str(self.mesh.axis_size(a)) for a in axes)
         return f"mesh axes {axes} (sizes {sizes})"
 
@@ -145,7 +139,7 @@ class NamedSharding(Sharding):
     @memoize()
     def to_hlo(self, ndim: int) -> HloSharding:
         self._check_rank(ndim)
-        return mhlo.tile(self.mesh.shape_tuple, [self.spec.axes_of(d) for d in range(ndim)])
+        return mhlo.tile(self.mesh.shape_tuple, [axes_of(self.spec, d) for d in range(ndim)])
 
     def to_sdy(self, ndim: int) -> tuple[SdyMesh, SdyTensorSharding]:
         """The mesh in logical order and one dimension sharding per array dimension (``{?}`` where open)."""
@@ -153,19 +147,16 @@ class NamedSharding(Sharding):
         mesh = self.mesh.to_sdy()
         dims = [SdyDim()] * ndim
         for i, entry in enumerate(self.spec):
-            dims[i] = SdyDim(is_open=True) if entry is UNCONSTRAINED else SdyDim(self.spec.axes_of(i))
+            dims[i] = SdyDim(is_open=True) if entry is UNCONSTRAINED else SdyDim(axes_of(self.spec, i))
         return mesh, SdyTensorSharding(mesh.default_name(), tuple(dims))
 
     def to_jax(self, ndim: int | None = None) -> jax.sharding.NamedSharding:
-        spec = jax.sharding.PartitionSpec(
-            *(jax.sharding.PartitionSpec.UNCONSTRAINED if e is UNCONSTRAINED else e for e in self.spec)
-        )
-        return jax.sharding.NamedSharding(self.mesh.to_jax(), spec, memory_kind=self._memory_kind)
+        return jax.sharding.NamedSharding(self.mesh.to_jax(), self.spec, memory_kind=self._memory_kind)
 
     @classmethod
     def from_jax(cls, sharding: jax.sharding.NamedSharding) -> NamedSharding:
         """The shardkit NamedSharding of a jax one: the same mesh (devices, names, axis types) and spec."""
-        return cls(sharding.mesh, spec_from_jax(sharding.spec), memory_kind=sharding.memory_kind)
+        return cls(sharding.mesh, sharding.spec, memory_kind=sharding.memory_kind)
 
     def abstract_key(self, ndim: int) -> Any:
         return (NamedSharding, self.mesh.abstract_mesh, self.spec, self._memory_kind)
@@ -220,10 +211,6 @@ class NamedSharding(Sharding):
 
     def with_spec(self, spec: PartitionSpec | Sequence[Any]) -> NamedSharding:
         return NamedSharding(self.mesh, spec, memory_kind=self._memory_kind)
-
-
-def spec_from_jax(spec: jax.sharding.PartitionSpec) -> PartitionSpec:
-    return PartitionSpec(*(UNCONSTRAINED if e is jax.sharding.PartitionSpec.UNCONSTRAINED else e for e in spec))
 
 
 _MAX_SEARCH_AXES = 6  # beyond this many axes of size > 1 the ordered choices grow too many; GSPMD form then
