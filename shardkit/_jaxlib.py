@@ -347,6 +347,18 @@ def register_array_type(cls: type, aval: Any, to_jax: Any) -> None:
     mlir.register_constant_handler(cls, lambda x, aval: mlir.ir_constant(np.asarray(x)))
 
 
+def register_sharding_subclass(cls: type, jax_cls: type) -> None:
+    """Makes jax treat ``cls``, a subclass of its sharding class ``jax_cls``, as ``jax_cls`` where it looks the
+    class up by exact type: jax names a ``jit`` result after its arguments' shardings through a table keyed by
+    ``type(sharding)`` (``pxla._orig_out_sharding_handlers``; without an entry it falls back to a
+    GSPMDSharding). There is no public registration."""
+    from jax._src.interpreters import pxla
+
+    handler = pxla._orig_out_sharding_handlers.get(jax_cls)
+    if handler is not None:
+        pxla._orig_out_sharding_handlers[cls] = handler
+
+
 def wrap_keys(data: Any, dtype: Any) -> Any:
     """The typed PRNG key array of ``dtype`` over its key data, without a copy. jax's public ``wrap_key_data``
     wants the key implementation, which it gives only for a key array (``jax.random.key_impl``); a key dtype

@@ -214,7 +214,7 @@ class Array(jax.Array):
         ((slice(0, 2, None), slice(1, 2, None)), (2, 1))
     """
 
-    __slots__ = ("_impl", "_npy", "_sharding", "_shards", "_weak_type")
+    __slots__ = ("_impl", "_npy", "_sharding", "_shards", "_view", "_weak_type")
     __hash__ = None  # type: ignore[assignment]  # mutable via delete(), like jax.Array
 
     def __init__(self, shape: Sequence[int], sharding: Sharding, arrays: Sequence[Any], *, dtype: Any = None):
@@ -277,6 +277,7 @@ class Array(jax.Array):
         self._impl.delete()
         self._npy = None
         self._shards = None
+        self._view = None
 
     def is_deleted(self) -> bool:
         """Whether the array, or any of this process's pieces of it, has been freed. Deleting one piece
@@ -473,13 +474,16 @@ class Array(jax.Array):
         return self.to_jax()
 
     def to_jax(self) -> jax.Array:
-        """The same device buffers as a ``jax.Array`` (no copy): deleting either deletes both."""
+        """The same device buffers as a ``jax.Array`` (no copy): deleting either deletes both. Made once per
+        Array: jax asks for it on every call of a ``jax.jit`` function the Array goes into."""
         self._check_if_deleted()
-        target = self._sharding.to_jax(self.ndim)
-        share(self._impl)
-        return _jaxlib.array_impl(
-            shaped_array(self.shape, self.dtype, self._weak_type), target, _jaxlib.per_device_arrays(self._impl)
-        )
+        if self._view is None:
+            target = self._sharding.to_jax(self.ndim)
+            share(self._impl)
+            self._view = _jaxlib.array_impl(
+                shaped_array(self.shape, self.dtype, self._weak_type), target, _jaxlib.per_device_arrays(self._impl)
+            )
+        return self._view
 
 
 # -- device buffers held by more than one array ------------------------------------------------------------
@@ -537,6 +541,7 @@ def init(arr: Array, impl: Any, sharding: Sharding, weak_type: bool) -> None:
     arr._weak_type = weak_type
     arr._npy = None
     arr._shards = None
+    arr._view = None
 
 
 def relabel(x: Array, shape: Shape, sharding: Sharding) -> Array:

@@ -324,6 +324,7 @@ class ReversedRows(sk.Sharding):
 
 def test_a_new_kind_works_everywhere_from_its_hooks():
     s = ReversedRows(DEVS)
+    assert isinstance(s, sk.Sharding) and isinstance(s, jax.sharding.Sharding) and s.mesh is None
     data = np.arange(32.0, dtype=np.float32).reshape(8, 4)
     assert s.devices_indices_map((8, 4))[DEVS[0]] == (slice(7, 8), slice(None))
     assert s.is_equivalent_to(sk.GSPMDSharding(DEVS, "{devices=[8,1]7,6,5,4,3,2,1,0}"), 2)
@@ -335,6 +336,11 @@ def test_a_new_kind_works_everywhere_from_its_hooks():
     assert y.sharding.is_equivalent_to(s, 2)
     np.testing.assert_array_equal(np.asarray(y), data * 2)
     np.testing.assert_array_equal(np.asarray(x.to_jax()), data)
+
+
+def test_a_kind_has_one_base():
+    with pytest.raises(TypeError, match="A Sharding kind has one base class, Sharding; Two has"):
+        type("Two", (int, sk.Sharding), {})
 
 
 @pytest.mark.parametrize(

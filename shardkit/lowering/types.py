@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,8 +13,10 @@ from shardkit.caching import memoize
 from shardkit.sharding import Sharding, canonical_shape, physical_sharding
 
 
-class ShapeDtypeStruct:
-    """What ``jit(...).lower`` needs to know about an argument, without its data.
+class ShapeDtypeStruct(jax.ShapeDtypeStruct):
+    """What ``jit(...).lower`` needs to know about an argument, without its data. It is a
+    ``jax.ShapeDtypeStruct`` (jax and the libraries on it, orbax's restore targets among them, take it), whose
+    sharding, if any, is shardkit's.
 
     ``sharding`` is used as the argument's own placement (like an ``sk.Array``'s); ``weak_type`` marks a
     value that came from a Python scalar (jax promotes it weakly). ``dtype`` may be a typed PRNG key's
@@ -30,23 +31,17 @@ class ShapeDtypeStruct:
         ...
     """
 
-    __slots__ = ("shape", "dtype", "sharding", "weak_type")
+    __slots__ = ()
 
     def __init__(self, shape: Sequence[int], dtype: Any, *, sharding: Sharding | None = None, weak_type: bool = False):
         if sharding is not None and not isinstance(sharding, Sharding):
             raise TypeError(f"ShapeDtypeStruct sharding must be a shardkit Sharding or None, got {sharding!r}.")
-        self.shape = canonical_shape(shape)
-        self.dtype = dtype if is_key(dtype) else np.dtype(dtype)
-        self.sharding = sharding
-        self.weak_type = bool(weak_type)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
+        shape = canonical_shape(shape)
+        if sharding is not None:
+            sharding.check_compatible_aval(shape)  # shardkit's message, before jax's own check
+        super().__init__(
+            shape, dtype if is_key(dtype) else np.dtype(dtype), sharding=sharding, weak_type=bool(weak_type)
+        )
 
     def __repr__(self) -> str:
         extra = "" if self.sharding is None else f", sharding={self.sharding}"

@@ -14,6 +14,7 @@ assignment is ``[2, 1, 4]`` = (tiles of dim 0, tiles of dim 1, copies) over the 
 
 from __future__ import annotations
 
+import abc
 import itertools
 import types
 import weakref
@@ -72,8 +73,26 @@ def check_memory_kind(kind: str | None, device: Device) -> str | None:
     return kind
 
 
-class Sharding(jax.sharding.Sharding):
-    """How an array is laid out across devices.
+class _KindMeta(abc.ABCMeta):
+    """``class Mine(Sharding)`` makes ``Mine`` a kind: a subclass of jax's ``Sharding`` base given ``Sharding``'s
+    methods by ``kind`` (jaxlib's classes take one base class, so it cannot derive from both)."""
+
+    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> Any:
+        if globals().get("Sharding") not in bases:  # Sharding itself, or a class that does not derive from it
+            return super().__new__(mcls, name, bases, namespace, **kwargs)
+        if bases != (Sharding,):
+            raise TypeError(f"A Sharding kind has one base class, Sharding; {name} has {bases}.")
+        return kind(type(jax.sharding.Sharding)(name, (jax.sharding.Sharding,), namespace))
+
+
+class Sharding(metaclass=_KindMeta):
+    """How an array is laid out across devices: what every shardkit kind is (``isinstance`` says so).
+
+    A kind subclasses jax's own class for it where jax has one that jaxlib lets it subclass (a shardkit
+    ``NamedSharding`` is a ``jax.sharding.NamedSharding``, so every jax or library check for one takes it),
+    else jax's ``Sharding`` base (``class Mine(Sharding)`` does that). jaxlib's classes take one base class, so
+    no kind derives from this one: ``kind`` registers each here and copies these methods onto it, as jax's own
+    ``use_cpp_class`` copies Python methods onto its C++ classes.
 
     What a kind implements:
 
@@ -104,13 +123,8 @@ class Sharding(jax.sharding.Sharding):
     ``replica_ids``, ``is_equivalent_to``, and ``==``, ``hash`` and pickling from ``_key``.
     """
 
-    mesh: Mesh | AbstractMesh | None = None
-    spec: PartitionSpec | None = None
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Sharding:
-        self = super().__new__(cls)
-        jax.sharding.Sharding.__init__(self)  # the C++ half of a jax Sharding, which jax's C++ fast paths read
-        return self
+    mesh: Mesh | AbstractMesh | None
+    spec: PartitionSpec | None
 
     # -- what each kind implements -------------------------------------------------------------------------
 
@@ -344,6 +358,39 @@ class Sharding(jax.sharding.Sharding):
         except ValueError as e:
             raise ValueError(f"is_equivalent_to(other, ndim={ndim}): {e}") from None
         return mhlo.equivalent(mine, theirs)
+
+
+_SHARED_DUNDERS = ("__eq__", "__hash__", "__reduce__")
+
+
+def kind(cls: type) -> type:
+    """Class decorator: ``cls`` (a subclass of a jax sharding class) becomes a shardkit ``Sharding`` kind.
+
+    It gets the methods of ``Sharding`` it does not define itself (overriding those of its jax base, so that
+    shardkit's index math, equality and pickling hold for every kind), ``mesh`` and ``spec`` of None where its
+    jax base has none, and is registered as a ``Sharding``; jax looks a subclass of one of its concrete classes
+    up as that class.
+    """
+    for name, value in vars(Sharding).items():
+        if (name.startswith("__") and name not in _SHARED_DUNDERS) or name.startswith("_abc") or name in vars(cls):
+            continue  # the kind's own, or the class machinery of this one
+        setattr(cls, name, value)
+    for name in ("mesh", "spec"):
+        if not hasattr(cls, name):
+            setattr(cls, name, None)
+    (base,) = cls.__bases__
+    if base is jax.sharding.Sharding:
+        cls.__new__ = _new_with_cpp_half
+    else:
+        _jaxlib.register_sharding_subclass(cls, base)
+    Sharding.register(cls)
+    return cls
+
+
+def _new_with_cpp_half(cls: type, *args: Any, **kwargs: Any) -> Any:
+    self = jax.sharding.Sharding.__new__(cls)
+    jax.sharding.Sharding.__init__(self)  # the C++ half of a jax Sharding, which jax's C++ fast paths read
+    return self
 
 
 # -- identity helpers -----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from shardkit.dialects import mhlo
 from shardkit.dialects.sdy import SdyDim, SdyMesh, SdyTensorSharding
 from shardkit.mesh import AbstractMesh, AxisType, Mesh, mesh_from_jax
 from shardkit.partition_spec import UNCONSTRAINED, PartitionSpec, as_spec, axes_of, check_entries, used_axes
-from shardkit.sharding.base import Device, Sharding, check_memory_kind
+from shardkit.sharding.base import Device, check_memory_kind, kind
 
 
 class DuplicateSpecError(ValueError):
@@ -53,8 +53,13 @@ def _check_spec(mesh: Mesh | AbstractMesh, spec: PartitionSpec) -> None:
         raise ValueError(f"{spec} cannot use P.UNCONSTRAINED: no axis of the mesh is Auto ({mesh.axis_types}).")
 
 
-class NamedSharding(Sharding):
+@kind
+class NamedSharding(jax.sharding.NamedSharding):
     """A mesh plus a PartitionSpec saying which mesh axes shard which array dimensions.
+
+    It is a ``jax.sharding.NamedSharding`` (with shardkit's checks, index math, equality and pickling), so jax
+    and the libraries on it take it wherever they take jax's: orbax's sharding metadata, ``jax.jit`` results
+    over shardkit Arrays (named on the same mesh and spec), ``jax.sharding.reshard``.
 
     Examples:
         >>> mesh = make_mesh((4, 2), ("x", "y"))
@@ -80,10 +85,8 @@ class NamedSharding(Sharding):
         if isinstance(mesh, Mesh) and mesh.empty:
             raise ValueError(f"NamedSharding needs a mesh with devices, got the empty mesh {mesh}.")
         _check_spec(mesh, spec)
-        self.mesh = mesh
-        self.spec = spec
         first = None if isinstance(mesh, AbstractMesh) else mesh.flat_devices[0]
-        self._memory_kind = check_memory_kind(memory_kind, first)
+        super().__init__(mesh, spec, memory_kind=check_memory_kind(memory_kind, first))
 
     def __repr__(self) -> str:
         mem = "" if self._memory_kind is None else f", memory_kind={self._memory_kind}"
@@ -150,6 +153,7 @@ class NamedSharding(Sharding):
             dims[i] = SdyDim(is_open=True) if entry is UNCONSTRAINED else SdyDim(axes_of(self.spec, i))
         return mesh, SdyTensorSharding(mesh.default_name(), tuple(dims))
 
+    @memoize()
     def to_jax(self, ndim: int | None = None) -> jax.sharding.NamedSharding:
         return jax.sharding.NamedSharding(self.mesh.to_jax(), self.spec, memory_kind=self._memory_kind)
 

@@ -9,11 +9,12 @@ import jax
 from shardkit._jaxlib import HloSharding
 from shardkit.dialects.sdy import SdyDim, SdyMesh, SdyTensorSharding
 from shardkit.mesh import check_device
-from shardkit.sharding.base import Device, Sharding, check_memory_kind
+from shardkit.sharding.base import Device, check_memory_kind, kind
 
 
-class SingleDeviceSharding(Sharding):
-    """The whole array on one device.
+@kind
+class SingleDeviceSharding(jax.sharding.SingleDeviceSharding):
+    """The whole array on one device (a ``jax.sharding.SingleDeviceSharding``, as ``NamedSharding`` is jax's).
 
     Examples:
         >>> SingleDeviceSharding(jax.devices()[0]).shard_shape((8, 2))
@@ -21,8 +22,8 @@ class SingleDeviceSharding(Sharding):
     """
 
     def __init__(self, device: Device, *, memory_kind: str | None = None):
-        self._device = check_device(device, "SingleDeviceSharding's device")
-        self._memory_kind = check_memory_kind(memory_kind, device)
+        device = check_device(device, "SingleDeviceSharding's device")
+        super().__init__(device, memory_kind=check_memory_kind(memory_kind, device))
 
     def __repr__(self) -> str:
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self._memory_kind})"

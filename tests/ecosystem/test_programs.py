@@ -19,7 +19,16 @@ frameworks = importlib.import_module("frameworks")
 
 @pytest.mark.parametrize(
     "example",
-    ["optax_zero", "equinox_data_parallel", "flax_linen_logical", "flax_nnx", "orbax_checkpoint", "input_pipeline"],
+    [
+        "optax_zero",
+        "equinox_data_parallel",
+        "flax_linen_logical",
+        "flax_nnx",
+        "orbax_checkpoint",
+        "orbax_restore",
+        "shard_map_user",
+        "input_pipeline",
+    ],
 )
 def test_program_matches_jax(example):
     train = importlib.import_module(example).train
