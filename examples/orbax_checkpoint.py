@@ -1,6 +1,7 @@
-"""Orbax on shardkit: a sharded training state saved with ``StandardCheckpointer``, restored onto the shardings of
-its abstract twin (``orbax.checkpoint.utils.to_shape_dtype_struct``) and onto a different layout, and trained on;
-written once and run under jax.jit and under sk.jit.
+"""Orbax on shardkit: a sharded training state saved with ``StandardCheckpointer``, its sharding metadata read back,
+restored without a target (onto the layout it was saved with, which orbax reads from that metadata), onto the
+shardings of its abstract twin (``orbax.checkpoint.utils.to_shape_dtype_struct``) and onto a different layout, and
+trained on; written once and run under jax.jit and under sk.jit.
 
 Run: python examples/orbax_checkpoint.py (8 virtual CPU devices)
 """
@@ -48,6 +49,13 @@ def train(fw: Framework, steps: int = 2) -> tuple[list[float], Any]:
         checkpointer = ocp.StandardCheckpointer()
         checkpointer.save(Path(directory) / "state", state)
         checkpointer.wait_until_finished()
+        saved = checkpointer.metadata(Path(directory) / "state").item_metadata.tree
+        for k, leaf in saved.items():  # what orbax recorded: the mesh's axes and each leaf's spec
+            assert tuple(leaf.sharding.partition_spec) == tuple(state[k].sharding.spec), (k, leaf.sharding)
+        untargeted = checkpointer.restore(Path(directory) / "state")  # no target: the saved layout
+        for k in state:
+            assert np.array_equal(np.asarray(untargeted[k]), np.asarray(state[k]))
+            assert untargeted[k].sharding.spec == state[k].sharding.spec
         state = checkpointer.restore(Path(directory) / "state", jax.tree.map(ocp.utils.to_shape_dtype_struct, state))
         elsewhere = {  # the same values on another layout: orbax reads each device's piece of the new one
             "w": jax.ShapeDtypeStruct((16, 8), np.float32, sharding=fw.NamedSharding(mesh, fw.P("model", "data"))),

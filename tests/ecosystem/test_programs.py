@@ -25,7 +25,6 @@ frameworks = importlib.import_module("frameworks")
         "flax_linen_logical",
         "flax_nnx",
         "orbax_checkpoint",
-        "orbax_restore",
         "shard_map_user",
         "input_pipeline",
     ],
