@@ -17,6 +17,7 @@ An instruction line::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -79,7 +80,7 @@ class Instruction:
     operands: tuple[str, ...] = ()
     literal: str = ""
 
-    @property
+    @functools.cached_property
     def arrays(self) -> tuple[ArrayShape, ...]:
         return parse_shape(self.shape)
 
