@@ -19,10 +19,12 @@ A body's count re-states the rules of XLA's ``HloCostAnalysis`` on the HLO text,
   slice a ``slice``/``dynamic-slice`` takes) and writes its results (only the update of an in-place
   ``dynamic-update-slice``); parameters, tuples, ``get-tuple-element``, bitcasts and constants move nothing.
 
-What stays approximate: sizes are the logical ones (TPU pads arrays to its tiles, which XLA's TPU figures
-include); ops shardkit does not price (sorts beyond ``n log n``, custom calls' insides) count as XLA's base
-rules do or not at all; a loop's condition is counted with its body (it runs once more). The part outside loops is
-XLA's own figure, unchanged; ``tests/test_inspect_cost.py`` checks scans against the same program unrolled.
+What stays approximate: these are the rules of XLA's base analysis, on the arrays' logical sizes; XLA's TPU analysis
+counts bytes by rules of its own (on whole programs counted once, flops agree with it to 0.1%, bytes differ by up
+to 64%: ``docs/performance_model.md``), so a TPU loop body's bytes are the base rules'. A sort counts ``n log n``,
+a custom call only its operands and results, and a loop's condition runs as often as its body (once less than it
+does). The part outside loops is XLA's own figure, unchanged; ``tests/test_inspect_cost.py`` checks scans against
+the same programs unrolled.
 """
 
 from __future__ import annotations
@@ -198,16 +200,10 @@ def program_cost(module: Any, xla_cost: Mapping[str, float]) -> ProgramCost:
         inst = loop.instruction
         meta = hlo.metadata(inst)
         frame = hlo.source(meta, frames)
-        own = [counter.computation(inst.attributes.get(k, "").lstrip("%")) for k in ("body", "condition")]
-        loops.append(
-            LoopCost(
-                inst.name,
-                meta.get("op_name", ""),
-                None if frame is None else str(frame),
-                loop.loops,
-                *(a + b for a, b in zip(*own)),
-            )
-        )
+        body, condition = (counter.computation(inst.attributes.get(k, "").lstrip("%")) for k in ("body", "condition"))
+        flops, transcendentals, accessed = (b + c for b, c in zip(body, condition))
+        source = None if frame is None else str(frame)
+        loops.append(LoopCost(inst.name, meta.get("op_name", ""), source, loop.loops, flops, transcendentals, accessed))
     totals = [float(xla_cost.get(k, 0.0)) for k in KEYS]
     for loop in loops:
         for i, own in enumerate((loop.flops, loop.transcendentals, loop.bytes_accessed)):
