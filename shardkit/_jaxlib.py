@@ -132,6 +132,20 @@ def device_list(devices: Sequence[Any]) -> Any:
     return xc.DeviceList(tuple(devices))
 
 
+def auto_spmd_partitioning(options: CompileOptions, mesh_shape: Sequence[int], mesh_ids: Sequence[int]) -> None:
+    """Asks XLA to choose the shardings a program leaves open with its own auto-sharding pass (Alpa's solver),
+    over a device mesh of ``mesh_shape`` whose positions, row-major, are partitions ``mesh_ids``.
+
+    jax set these build options for its ``AUTO`` shardings and dropped both; they exist only on jaxlib's
+    ``ExecutableBuildOptions``. XLA honours them with its GSPMD partitioner only (with Shardy's, XLA aborts the
+    process: no auto-partitioner is registered), and only where the compiler has the pass built in.
+    """
+    build = options.executable_build_options
+    build.use_auto_spmd_partitioning = True
+    build.auto_spmd_partitioning_mesh_shape = [int(n) for n in mesh_shape]
+    build.auto_spmd_partitioning_mesh_ids = [int(i) for i in mesh_ids]
+
+
 MAX_VIRTUAL_CPU_DEVICES = 4096  # XLA's CPU client makes this many in under a second; the time grows with the count
 _VIRTUAL_CPU: dict[int, tuple[Any, ...]] = {}
 

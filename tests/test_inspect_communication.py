@@ -404,9 +404,22 @@ def test_shardy_plan_rejects_a_gspmd_module():
         lowered.communication()
 
 
-def test_plan_marks_loops_without_trip_counts():
-    planned = plan(CASES[[c.name for c in CASES].index("scan_matmul")], M2)
-    assert any(c.loops == (None,) for c in planned.collectives)
+def test_plan_counts_loops_of_jax_counted_form():
+    """Shardy's plan runs the collectives of a scan or fori_loop by its trip count, as XLA's report does; a
+    while_loop with a data-dependent bound has none ('?')."""
+    for name, mesh, trips in (("scan_matmul", M2, 5), ("fori_matmul_3d", M3P, 3)):
+        planned = plan(CASES[[c.name for c in CASES].index(name)], mesh)
+        inside = [c for c in planned.collectives if c.loops]
+        assert inside and all(c.loops == (trips,) and c.executions == trips for c in inside), name
+
+    def until_small(a, b):
+        return jax.lax.while_loop(lambda c: c.sum() > 1.0, lambda c: jnp.tanh(c @ b) * 0.5, a)
+
+    a = sk.ShapeDtypeStruct((16, 8), np.float32, sharding=sk.NamedSharding(M2, P("data", "model")))
+    b = sk.ShapeDtypeStruct((8, 8), np.float32, sharding=sk.NamedSharding(M2, P("model", None)))
+    planned = sk.jit(until_small).lower(a, b).communication()
+    inside = [c for c in planned.collectives if c.loops]
+    assert inside and all(c.loops == (None,) and c.executions == 1 for c in inside)
     assert "?" in str(planned)
 
 

@@ -385,7 +385,7 @@ def test_bad_arguments() -> None:
     report = one(reduce("f32", (1024,), 8), 8)
     with pytest.raises(TypeError, match="topology must be a Topology or None, got dict"):
         report.time("h100", topology={})
-    with pytest.raises(TypeError, match="cost must be XLA's cost analysis"):
+    with pytest.raises(TypeError, match="cost must be the program.s cost"):
         report.time("h100", cost=3.0)
     with pytest.raises(ValueError, match=r"cost\['flops'\]=-1 must be a number >= 0"):
         report.time("h100", cost={"flops": -1})

@@ -27,6 +27,7 @@ LAYERS = [
     {"shardkit.compat", "shardkit.lowering"},
     {"shardkit.executor"},
     {"shardkit.stages"},
+    {"shardkit.autoshard"},
     {"shardkit.multihost"},
     {"shardkit"},
     {"shardkit.tools"},

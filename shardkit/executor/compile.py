@@ -8,6 +8,7 @@ passes rewrote from one form to the other still compiles correctly.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,12 +26,19 @@ from shardkit.passes import run_pipeline
 
 
 def compile_options(
-    devices: Sequence[Any], *, shardy: bool, in_specified: Sequence[bool], out_specified: Sequence[bool]
+    devices: Sequence[Any],
+    *,
+    shardy: bool,
+    in_specified: Sequence[bool],
+    out_specified: Sequence[bool],
+    auto_mesh: Sequence[int] | None = None,
 ) -> _jaxlib.CompileOptions:
     """jax's flag-derived options (public ``jax.extend``) with SPMD partitioning over ``devices``.
 
     Where a sharding was left to the compiler (None), XLA may choose it (``allow_spmd_sharding_propagation``).
     ``devices`` must be jax Devices of one backend, at least one (XLA aborts the process on an empty assignment).
+    ``auto_mesh``: turn on XLA's auto-sharding over a mesh of that shape, partitions in row-major order (GSPMD
+    only: with Shardy XLA aborts the process, so that is a ValueError here).
     """
     devices = check_devices(devices, "The devices to compile for")
     ids = np.array([[d.id for d in devices]])
@@ -40,13 +48,23 @@ def compile_options(
     build.use_shardy_partitioner = shardy
     build.allow_spmd_sharding_propagation_to_parameters = [not s for s in in_specified]
     build.allow_spmd_sharding_propagation_to_output = [not s for s in out_specified]
+    if auto_mesh is not None:
+        if shardy:
+            raise ValueError(
+                "XLA's auto-sharding runs with the GSPMD partitioner only (with Shardy's, XLA aborts the process): "
+                "compile the program in the GSPMD form (the export-gspmd pass)."
+            )
+        if math.prod(auto_mesh) != len(devices):
+            raise ValueError(f"auto_mesh={tuple(auto_mesh)} has {math.prod(auto_mesh)} devices, not {len(devices)}.")
+        _jaxlib.auto_spmd_partitioning(options, auto_mesh, range(len(devices)))
     return options
 
 
 def _refused(lowered: LoweredModule, error: Exception) -> memory.MemoryReport:
-    """The memory report of a program XLA refused for want of memory, from Shardy's propagated plan."""
+    """The memory report of a program XLA refused for want of memory, from Shardy's propagated plan (of its Shardy
+    form, for a program compiled in the GSPMD form)."""
     module = copy_module(lowered.module)
-    run_pipeline(module, "propagate")
+    run_pipeline(module, "propagate" if irx.uses_shardy(module) else "import-gspmd,propagate")
     return memory.from_plan(
         sharding_table(module, lowered.mesh),
         target=lowered.target,
@@ -56,8 +74,9 @@ def _refused(lowered: LoweredModule, error: Exception) -> memory.MemoryReport:
     )
 
 
-def compile_lowered(lowered: LoweredModule) -> Any:
-    """The loaded executable of ``lowered`` (in-memory cache per module, then the persistent cache)."""
+def compile_lowered(lowered: LoweredModule, auto_mesh: Sequence[int] | None = None) -> Any:
+    """The loaded executable of ``lowered`` (in-memory cache per module, then the persistent cache); with
+    ``auto_mesh``, XLA's auto-sharding on (``compile_options``), the result not kept in the module's cache."""
     devices = lowered.device_assignment
     if devices is None:
         raise ValueError(
@@ -65,7 +84,7 @@ def compile_lowered(lowered: LoweredModule) -> Any:
             "for. Compile it for a target (compile(target='cpu') or e.g. 'tpu-v5e:4x4'), or lower it with concrete "
             "shardings or inside `with mesh:` for a mesh of that shape."
         )
-    exe = lowered.executables.get(devices)
+    exe = lowered.executables.get(devices) if auto_mesh is None else None
     if exe is not None:
         return exe
     if len(devices) != lowered.num_partitions:
@@ -73,11 +92,15 @@ def compile_lowered(lowered: LoweredModule) -> Any:
             f"{lowered.name} was partitioned for {lowered.num_partitions} devices (mhlo.num_partitions), but its "
             f"device assignment has {len(devices)}: {list(devices)}."
         )
+    shardy = irx.uses_shardy(lowered.module)
+    if auto_mesh is not None and shardy:  # a module without shardings is in either form: auto-sharding needs GSPMD's
+        shardy = any(site.shardings for site in irx.walk_shardings(lowered.module))
     options = compile_options(
         devices,
-        shardy=irx.uses_shardy(lowered.module),
+        shardy=shardy,
         in_specified=[s is not None for s in lowered.in_shardings],
         out_specified=[s is not None for s in lowered.out_shardings],
+        auto_mesh=auto_mesh,
     )
     callbacks = list(lowered.effects.host_callbacks)  # the module names them by index; XLA needs them to run it
     directory = None if lowered.target else cache.cache_dir()  # the persistent cache holds runnable programs
@@ -95,5 +118,6 @@ def compile_lowered(lowered: LoweredModule) -> Any:
             raise memory.OutOfMemoryError(_refused(lowered, e)) from None
         if key is not None:
             cache.store(directory, key, exe)
-    lowered.executables[devices] = exe
+    if auto_mesh is None:
+        lowered.executables[devices] = exe
     return exe

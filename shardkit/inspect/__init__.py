@@ -4,6 +4,7 @@
   ``shardy_report(module, mesh)``: the collectives Shardy's own passes would insert (the plan before XLA).
   Both are a ``CommunicationReport``: a table when printed, ``to_json()``, ``save_image(path)``.
 - ``memory_report(executable, ...)``: bytes per device of a compiled program and its largest buffers.
+- ``program_cost(hlo_module, xla_cost)``: XLA's cost analysis with each loop body counted by its trip count.
 - ``report.time(hardware)``: each collective's and the step's modelled time on a named ``Hardware`` profile
   (``hardware('tpu-v5e')``) laid out as a ``Topology``: a ``StepTime`` (``docs/performance_model.md``).
 - ``sharding_table(module, mesh)``: one row per value of a (propagated) Shardy module.
@@ -16,6 +17,7 @@
 """
 
 from shardkit.inspect.communication import Collective, CommunicationReport, Totals
+from shardkit.inspect.cost import LoopCost, ProgramCost, program_cost
 from shardkit.inspect.diff import ProgramDiff, ValueChange, diff
 from shardkit.inspect.explain import Cause, Explanation, Item, Origin, Sharded, Value
 from shardkit.inspect.hardware import Hardware, Topology, hardware
@@ -30,6 +32,9 @@ from shardkit.inspect.xla import report as xla_report
 
 __all__ = [
     "KINDS",
+    "LoopCost",
+    "ProgramCost",
+    "program_cost",
     "Buffer",
     "MemoryReport",
     "OutOfMemoryError",

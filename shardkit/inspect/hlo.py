@@ -17,6 +17,7 @@ An instruction line::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -32,6 +33,10 @@ from shardkit.inspect.groups import mesh_axis_groups
 _ELEMENT_BYTES = {t.hlo: t.bits / 8 for t in dtypes.ELEMENT_TYPES} | {"token": 0}
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _OPEN, _CLOSE = "{[(", "}])"
+# What bracket matching and splitting look at: a quoted string whole (escapes included), a bracket or a comma.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[{}\[\](),]')
+_OPERAND = re.compile(r"%([^\s,()%]+)")
+_COMPUTATION = re.compile(r"^(?:ENTRY )?%?([^\s(]+) \(.*\{$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,55 +69,51 @@ def parse_shape(text: str) -> tuple[ArrayShape, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class Instruction:
-    """One parsed instruction line: its name, result shape text, opcode and raw ``key=value`` attributes."""
+    """One parsed instruction line: its name, result shape text, opcode, raw ``key=value`` attributes, the names
+    of its operands and, for an instruction without operands, the text between its parentheses (a parameter's
+    number, a constant's value)."""
 
     name: str
     shape: str
     opcode: str
     attributes: dict[str, str]
+    operands: tuple[str, ...] = ()
+    literal: str = ""
 
-    @property
+    @functools.cached_property
     def arrays(self) -> tuple[ArrayShape, ...]:
         return parse_shape(self.shape)
 
 
 def _balanced_end(text: str, start: int) -> int:
     """The index just past the bracket group (or quoted string) that opens at ``text[start]``."""
-    depth, i, n = 0, start, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
+    depth = 0
+    for match in _TOKEN.finditer(text, start):
+        c = match.group()
+        if c[0] == '"':
             if depth == 0:
-                return i + 1
+                return match.end()
         elif c in _OPEN:
             depth += 1
         elif c in _CLOSE:
             depth -= 1
             if depth == 0:
-                return i + 1
-        i += 1
+                return match.end()
     raise ValueError(f"unbalanced brackets in HLO text: {text[start : start + 80]!r}")
 
 
 def _split_top_level(text: str) -> list[str]:
     """``a=1, b={x, y}, c="p, q"`` -> ``['a=1', 'b={x, y}', 'c="p, q"']``."""
-    parts, depth, start, i, n = [], 0, 0, 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            i = _balanced_end(text, i)
-            continue
+    parts, depth, start = [], 0, 0
+    for match in _TOKEN.finditer(text):
+        c = match.group()
         if c in _OPEN:
             depth += 1
         elif c in _CLOSE:
             depth -= 1
         elif c == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-        i += 1
+            parts.append(text[start : match.start()].strip())
+            start = match.end()
     if text[start:].strip():
         parts.append(text[start:].strip())
     return parts
@@ -134,7 +135,11 @@ def parse_instruction(line: str) -> Instruction:
     if paren <= 0:
         raise ValueError(f"not an HLO instruction line: {line[:120]!r}")
     opcode = rest[:paren]
-    rest = rest[_balanced_end(rest, paren) :]
+    end = _balanced_end(rest, paren)
+    inside = rest[paren + 1 : end - 1]
+    operands = tuple(_OPERAND.findall(inside)) if opcode != "constant" else ()
+    literal = "" if operands else inside
+    rest = rest[end:]
     attributes = {}
     for part in _split_top_level(rest.lstrip(", ")):
         key, _, value = part.partition("=")
@@ -142,7 +147,39 @@ def parse_instruction(line: str) -> Instruction:
     if "device_ids" in attributes and "replica_groups" in attributes:
         # mesh-form groups print a top-level comma: ``replica_groups=mesh[...], device_ids=(...) {...}``
         attributes["replica_groups"] += ", device_ids=" + attributes.pop("device_ids")
-    return Instruction(name[1:], shape, opcode, attributes)
+    return Instruction(name[1:], shape, opcode, attributes, operands, literal)
+
+
+def computations(module_text: str) -> dict[str, list[Instruction]]:
+    """Each computation of a module's text, by name (without ``%``), as its parsed instructions in order with its
+    root last; the entry computation's name is ``entry_name(module_text)``."""
+    out: dict[str, list[Instruction]] = {}
+    current: list[Instruction] | None = None
+    root: Instruction | None = None
+    for line in module_text.splitlines():
+        if current is not None and line.startswith("  "):
+            inst = parse_instruction(line)
+            if line.lstrip().startswith("ROOT "):
+                root = inst
+            else:
+                current.append(inst)
+            continue
+        header = _COMPUTATION.match(line)
+        if header:
+            current, root = out.setdefault(header.group(1), []), None
+        elif line.startswith("}") and current is not None:
+            if root is not None:
+                current.append(root)
+            current = None
+    return out
+
+
+def entry_name(module_text: str) -> str:
+    """The name of a module's entry computation; ValueError where its text has none."""
+    entry = re.search(r"^ENTRY %?([^\s(]+)", module_text, re.MULTILINE)
+    if entry is None:
+        raise ValueError("the HLO module has no ENTRY computation")
+    return entry.group(1)
 
 
 # -- attribute values -------------------------------------------------------------------------------------

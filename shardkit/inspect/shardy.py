@@ -8,7 +8,9 @@ explicit reshard; without the option jaxlib 0.10's pass leaves most of them impl
 program writes itself (``psum`` and friends in a ``shard_map``) are ``stablehlo`` collectives with replica
 groups and are reported too.
 
-The trip counts of ``stablehlo.while`` loops are not known at this level (reported as ``?``). A GSPMD-form
+A ``stablehlo.while`` of the counted form jax lowers ``scan`` and ``fori_loop`` to (a counter from a constant,
+compared ``LT`` with a constant, plus one per trip) runs its collectives that many times, as XLA's report
+counts them; any other loop's trip count is not known at this level (reported as ``?``). A GSPMD-form
 module has no Shardy plan (XLA's GSPMD partitions it; ``xla.report`` shows what it does): it raises, unless
 converted first with ``import-gspmd``, whose meshes are derived from each HLO sharding (``_axis_0``, ...).
 """
@@ -103,7 +105,7 @@ class _Reader:
         self.ops: list[ir.Operation] = []
 
     def walk(self, op: ir.Operation, loops: tuple[int | None, ...]) -> None:
-        inner = loops + (None,) if op.name == "stablehlo.while" else loops
+        inner = loops + (trip_count(op),) if op.name == "stablehlo.while" else loops
         for region in op.regions:
             for block in region.blocks:
                 for child in block.operations:
@@ -236,6 +238,53 @@ class _Reader:
         return Collective(
             kind, op.name, operands, results, self._axes(groups), len(groups[0]), (), name, source, False, loops
         )
+
+
+def trip_count(loop: ir.Operation) -> int | None:
+    """The trip count of a ``stablehlo.while`` of jax's counted form (``scan``, ``fori_loop``): loop value ``k``
+    starts at a constant ``c``, the condition returns ``value_k < n`` for a constant ``n`` and the body returns
+    ``value_k + 1`` as value ``k``: ``max(n - c, 0)``. None for any other loop."""
+    cond, body = loop.regions[0].blocks[0], loop.regions[1].blocks[0]
+    returned = list(cond.operations)[-1].operands
+    compare = returned[0].owner if len(returned) == 1 else None
+    if not isinstance(compare, ir.OpView) or compare.operation.name != "stablehlo.compare":
+        return None
+    if "LT" not in str(compare.attributes["comparison_direction"]):
+        return None
+    counter, bound = compare.operands
+    k, n = _argument_of(counter, cond), _int_constant(bound)
+    if k is None or n is None or k >= len(loop.operands):
+        return None
+    start = _int_constant(loop.operands[k])
+    step = list(body.operations)[-1].operands[k].owner
+    if start is None or not isinstance(step, ir.OpView) or step.operation.name != "stablehlo.add":
+        return None
+    a, b = step.operands
+    if not (
+        (_argument_of(a, body) == k and _int_constant(b) == 1) or (_argument_of(b, body) == k and _int_constant(a) == 1)
+    ):
+        return None
+    return max(n - start, 0)
+
+
+def _argument_of(value: ir.Value, block: ir.Block) -> int | None:
+    """``k`` where ``value`` is argument ``k`` of ``block``, else None."""
+    if not isinstance(value.owner, ir.Block) or value.owner != block:
+        return None
+    return ir.BlockArgument(value).arg_number
+
+
+def _int_constant(value: ir.Value) -> int | None:
+    """The value of an integer scalar constant (``stablehlo.constant``, or ``sdy.constant`` inside Shardy's
+    pipeline), else None."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView) or owner.operation.name not in ("stablehlo.constant", "sdy.constant"):
+        return None
+    try:
+        values = np.array(ir.DenseIntElementsAttr(owner.attributes["value"]))
+    except ValueError:  # a float constant
+        return None
+    return int(values) if values.size == 1 else None
 
 
 def _ids(mesh: sdy_forms.SdyMesh) -> np.ndarray:

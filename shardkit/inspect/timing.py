@@ -19,8 +19,9 @@ the collective over ``k`` on ``1/m`` of the bytes on the slow network (DCN, Infi
   latency is NCCL's ring model, ``base + steps * step`` (``2 (n - 1)`` steps for an all-reduce, ``n - 1``
   otherwise).
 
-**Step.** Compute time is XLA's ``flops`` over the peak, memory time its ``bytes accessed`` over HBM bandwidth
-(both per device: the partitioned program is one device's). The overlap rule: an async collective (an XLA
+**Step.** Compute time is the program's ``flops`` over the peak, memory time its ``bytes accessed`` over HBM
+bandwidth (both per device: the partitioned program is one device's; ``Compiled.cost()`` gives XLA's figures with
+each loop body counted by its trip count, ``cost.py``). The overlap rule: an async collective (an XLA
 start/done pair) hides behind ``max(compute, memory)``, in program order until that time is used up; a
 synchronous collective, and what the budget does not cover, is exposed. ``step = max(compute, memory) +
 exposed``. Without a cost analysis every collective is exposed.
@@ -36,11 +37,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shardkit.inspect.hardware import Hardware, Topology, hardware as profile
-from shardkit.inspect.units import aligned, human_bytes
+from shardkit.inspect.units import aligned, describe_loops, human_bytes
 
-# A communication report and its collectives (``communication.py``, which calls this module, so not imported).
+# A communication report and its collectives (``communication.py``, which calls this module, so not imported),
+# and a loop of a program's cost (``cost.py``, which reads XLA's program through the report's reader).
 Collective = Any
 CommunicationReport = Any
+LoopCost = Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,8 +101,11 @@ class StepTime:
         hardware: the profile used.
         title: the report's title (``XLA's partitioned program``).
         collectives: one entry per collective of the report, in program order.
-        flops, bytes_accessed: XLA's cost analysis per device (None without one).
+        flops, bytes_accessed: the program's cost per device (None without one): ``Compiled.cost()``'s, each
+            loop body counted by its trip count, or XLA's cost analysis as given.
         compute, memory: ``flops / peak`` and ``bytes_accessed / HBM bandwidth`` (0 without a cost analysis).
+        loops: the program's while loops and how their bodies were counted (``cost.LoopCost``; empty for a cost
+            without them, such as XLA's own analysis, which counts each body once).
     """
 
     hardware: Hardware
@@ -109,6 +115,7 @@ class StepTime:
     bytes_accessed: float | None = None
     compute: float = 0.0
     memory: float = 0.0
+    loops: tuple[LoopCost, ...] = ()
 
     @property
     def communication(self) -> float:
@@ -143,6 +150,7 @@ class StepTime:
             "exposed_seconds": self.exposed,
             "flops": self.flops,
             "bytes_accessed": self.bytes_accessed,
+            "loops": [loop.to_dict() for loop in self.loops],
             "collectives": [t.to_dict() for t in self.collectives],
             "by_axes": self.by_axes(),
         }
@@ -173,7 +181,8 @@ def estimate(
         hardware: a profile name (``'tpu-v5e'``, ``'h100'``, ...: ``hardware.PROFILES``) or a ``Hardware``.
         topology: where the devices sit; default ``report.topology``, else ``Topology.default`` (GPU nodes of
             consecutive ids; a TPU slice shaped like the mesh).
-        cost: XLA's cost analysis (``'flops'``, ``'bytes accessed'``); default ``report.cost``.
+        cost: the program's cost (``'flops'``, ``'bytes accessed'``): ``Compiled.cost()`` (loop bodies counted by
+            their trip counts) or XLA's cost analysis as it reports it; default ``report.cost``.
 
     Examples:
         >>> x = sk.ShapeDtypeStruct((16, 8), np.float32, sharding=NamedSharding(mesh4x2, P("x", "y")))
@@ -202,14 +211,18 @@ def estimate(
         hidden = min(budget, t.total) if c.is_async else 0.0
         budget -= hidden
         times.append(dataclasses.replace(t, exposed=t.total - hidden))
-    return StepTime(hw, report.title, tuple(times), flops, accessed, compute, memory)
+    loops = tuple(getattr(cost, "loops", ()))
+    return StepTime(hw, report.title, tuple(times), flops, accessed, compute, memory, loops)
 
 
 def _cost(cost: Mapping[str, float] | None) -> tuple[float | None, float | None]:
     if cost is None:
         return None, None
     if not isinstance(cost, Mapping):
-        raise TypeError(f"cost must be XLA's cost analysis (a mapping) or None, got {type(cost).__name__}.")
+        raise TypeError(
+            f"cost must be the program's cost (Compiled.cost(), XLA's cost analysis: a mapping) or None, got "
+            f"{type(cost).__name__}."
+        )
     out = []
     for key in ("flops", "bytes accessed"):
         value = cost.get(key, 0.0)
@@ -349,8 +362,10 @@ def format_step(step: StepTime) -> str:
         f"{step.title} on {hw.name}: step {human_seconds(step.step)} = {basis} + "
         f"{human_seconds(step.exposed)} exposed communication (of {human_seconds(step.communication)})"
     ]
+    if step.loops:
+        lines.append(f"compute and memory count {describe_loops(step.loops)}")
     if not step.collectives:
-        return lines[0] + "\n"
+        return "\n".join(lines) + "\n"
     rows = [
         [
             str(t.index),

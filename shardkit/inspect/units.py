@@ -1,7 +1,12 @@
-"""What every report says the same way: the collective kinds, in the order reports list them, byte counts, and
-aligned columns."""
+"""What every report says the same way: the collective kinds, in the order reports list them, byte counts,
+aligned columns, and how loop bodies were counted."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from shardkit.inspect import locations
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute", "all-slice")
 
@@ -23,3 +28,18 @@ def aligned(header: list[str], rows: list[list[str]], indent: str = "  ") -> lis
     """Rows padded into left-aligned columns under ``header``."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     return [indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+
+
+def describe_loops(loops: Sequence[Any]) -> str:
+    """How the loop bodies of a program's cost (``cost.LoopCost``) are counted, in words: ``'2 loop bodies by their
+    trip counts (12, 12 runs)'``, then the loops of unknown trip count, counted once; ``''`` without loops."""
+    counted = [loop for loop in loops if loop.known]
+    unknown = [loop for loop in loops if not loop.known]
+    parts = []
+    if counted:
+        runs = ", ".join(str(loop.runs) for loop in counted)
+        parts.append(f"{len(counted)} loop bod{'ies' if len(counted) != 1 else 'y'} by their trip counts ({runs} runs)")
+    if unknown:
+        where = ", ".join(loop.name + (f" at {locations.short(loop.source)}" * bool(loop.source)) for loop in unknown)
+        parts.append(f"{len(unknown)} loop{'s' * (len(unknown) != 1)} of unknown trip count once ({where})")
+    return "; ".join(parts)

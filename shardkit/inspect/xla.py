@@ -9,6 +9,7 @@ counts of the loops around it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -48,19 +49,42 @@ def report(module: Any, devices: Sequence[Any], mesh: Any = None, source: Any = 
         source: the sharded StableHLO module XLA compiled, for ``explain()``; None when not at hand.
     """
     text = module.to_string()
-    entry = re.search(r"^ENTRY %?([^\s(]+)", text, re.MULTILINE)
-    if entry is None:
-        raise ValueError(f"HLO module {module.name} has no ENTRY computation")
     reader = _Reader(module, hlo.stack_frames(text), devices, mesh)
-    reader.walk(entry.group(1), ())
+    reader.walk(hlo.entry_name(text), ())
     axes = None if mesh is None else tuple((str(n), int(s)) for n, s in mesh.shape_tuple)
     ids = () if mesh is None else tuple(d.id for d in mesh.devices.flat)
     program = None if source is None else (source, mesh, devices)
     return CommunicationReport("xla", axes, len(devices), tuple(reader.found), ids, program)
 
 
+@dataclasses.dataclass(frozen=True)
+class Loop:
+    """A while loop as the program runs it (once per place: a loop in a computation called twice is two).
+
+    Attributes:
+        instruction: the ``while`` instruction (its ``body`` and ``condition`` attributes name the computations).
+        loops: the trip count of this loop, last, after those of the loops around it; None where unknown.
+    """
+
+    instruction: hlo.Instruction
+    loops: tuple[int | None, ...]
+
+
+def while_loops(module: Any, text: str | None = None) -> list[Loop]:
+    """Every while loop a partitioned ``HloModule`` runs, in program order, with the trip counts the
+    communication report counts its collectives by (XLA's recorded count, else ``_Reader.counted_trips``).
+    ``text``: the module's ``to_string()``, where the caller has it."""
+    reader = _Reader(module, {}, (), None, collectives=False)
+    reader.walk(hlo.entry_name(module.to_string() if text is None else text), ())
+    return reader.loops
+
+
 class _Reader:
-    def __init__(self, module: Any, frames: dict[int, hlo.Frame], devices: Sequence[Any], mesh: Any):
+    def __init__(
+        self, module: Any, frames: dict[int, hlo.Frame], devices: Sequence[Any], mesh: Any, collectives: bool = True
+    ):
+        self.collectives = collectives
+        self.loops: list[Loop] = []
         self.computations = {c.name: c for c in module.computations()}
         self.frames = frames
         self.devices = devices
@@ -73,15 +97,18 @@ class _Reader:
         for inst in self.computations[name].instructions():
             op = inst.opcode
             if op in _COLLECTIVES:
-                self.found.append(self.collective(inst, *_COLLECTIVES[op], loops))
+                if self.collectives:
+                    self.found.append(self.collective(inst, *_COLLECTIVES[op], loops))
             elif op == _Op.kAsyncStart and inst.async_wrapped_root().opcode in _COLLECTIVES:
-                root = inst.async_wrapped_root()
-                self.found.append(self.collective(root, _COLLECTIVES[root.opcode][0], True, loops))
+                if self.collectives:
+                    root = inst.async_wrapped_root()
+                    self.found.append(self.collective(root, _COLLECTIVES[root.opcode][0], True, loops))
             elif op in _CALLERS:
                 parsed = hlo.parse_instruction(inst.to_string())
                 if op == _Op.kWhile:
                     trips = hlo.known_trip_count(parsed)  # XLA's own count, 0 included
                     inner = loops + (self.counted_trips(inst, parsed) if trips is None else trips,)
+                    self.loops.append(Loop(parsed, inner))
                 else:
                     inner = loops
                 for callee in hlo.called_computations(parsed):
