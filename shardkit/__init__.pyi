@@ -10,6 +10,7 @@ from . import (
     passes as passes,
     sharding as sharding,
 )
+from .autoshard import autoshard as autoshard
 from .array import (
     Array as Array,
     Shard as Shard,

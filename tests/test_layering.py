@@ -28,6 +28,7 @@ LAYERS = [
     {"shardkit.executor"},
     {"shardkit.stages"},
     {"shardkit.multihost"},
+    {"shardkit.autoshard"},
     {"shardkit"},
     {"shardkit.tools"},
 ]
