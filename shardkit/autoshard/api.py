@@ -58,11 +58,11 @@ def autoshard(
             the smallest footprint found), a sharding the user gave that the mesh cannot split.
 
     Examples:
-        >>> f = lambda x, w: jnp.tanh(x @ w).sum()
-        >>> plan = sk.autoshard(f, np.ones((64, 32), np.float32), np.ones((32, 16), np.float32),
-        ...                     target="cpu:8", confirm=0, workers=0)
-        >>> plan.mesh.size, float(plan.jit()(np.ones((64, 32), np.float32), np.ones((32, 16), np.float32)))
-        (8, 1023.3...)
+        >>> f = lambda x, w: (x @ w).sum()
+        >>> x, w = np.ones((64, 32), np.float32), np.ones((32, 16), np.float32)
+        >>> plan = sk.autoshard(f, x, w, target="cpu:8", confirm=0, workers=0)
+        >>> plan.mesh.size, float(plan.jit()(x, w))
+        (8, 32768.0)
     """
     start = time.perf_counter()
     if not callable(fun):
@@ -222,7 +222,7 @@ def _footprint(plan: Plan, c: Candidate) -> int:
 def _describe(plan: Plan, c: Candidate) -> str:
     from shardkit.autoshard.search import describe
 
-    return describe(c.layout, plan.program.groups)
+    return describe(c, plan.program)
 
 
 def _human(n: int | None) -> str:

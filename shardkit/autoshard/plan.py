@@ -21,10 +21,20 @@ from shardkit.autoshard.model import Estimate, Machine
 from shardkit.autoshard.program import Program
 from shardkit.autoshard.search import Candidate, describe
 from shardkit.autoshard.space import Choice, Spec, spec_text
-from shardkit.inspect.timing import human_seconds
+from shardkit.inspect import timing
 from shardkit.inspect.units import aligned, human_bytes
 
 TABLE_ROWS = 20  # rows the printed table shows (to_json has every candidate)
+
+
+def human_seconds(s: float) -> str:
+    """``inspect.timing.human_seconds``, and nanoseconds below a microsecond (a small program's steps).
+
+    Examples:
+        >>> human_seconds(2.5e-8), human_seconds(3e-5), human_seconds(0.0123)
+        ('25 ns', '30.0 us', '12.30 ms')
+    """
+    return f"{s * 1e9:.0f} ns" if 0 < s < 1e-6 else timing.human_seconds(s)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,7 +265,7 @@ class Plan:
             f"Plan for {self.target} ({self.machine.devices} devices, timed on {self.hardware}): mesh {c.mesh}",
             f"  step {human_seconds(self.step_time)} ({where}), {human_bytes(self.memory_per_device)} per device"
             + (f" of {human_bytes(self.memory_limit)}" if self.memory_limit else ""),
-            f"  {describe(c.layout, self.program.groups)}",
+            f"  {describe(c, self.program)}",
         ]
         for constraint in self.constraints:
             lines.append(f"  {constraint}")
@@ -266,7 +276,7 @@ class Plan:
         return "\n".join(lines) + "\n"
 
     def __repr__(self) -> str:
-        return f"<Plan {self.target} mesh {self.chosen.mesh}: {describe(self.chosen.layout, self.program.groups)}>"
+        return f"<Plan {self.target} mesh {self.chosen.mesh}: {describe(self.chosen, self.program)}>"
 
 
 class PlannedJit:
@@ -357,7 +367,7 @@ class CandidateTable:
                     "chosen": c.key == self.plan.chosen.key,
                     "mesh": dict(c.mesh.axes),
                     "layout": {g.name: spec_text(choice) for g, choice in zip(self.plan.program.groups, c.layout)},
-                    "summary": describe(c.layout, self.plan.program.groups),
+                    "summary": describe(c, self.plan.program),
                     "found": c.found,
                     "step_seconds": e.step,
                     "compute_seconds": e.compute,
@@ -465,7 +475,7 @@ class CandidateTable:
             confirmed = p.confirmed.get(c.key)
             if confirmed is not None and confirmed.step is not None:
                 axes.plot(confirmed.step * ms, i, "o", color="black", markersize=4)
-        labels = [f"{c.mesh} | {describe(c.layout, p.program.groups)}"[:70] for c in shown]
+        labels = [f"{c.mesh} | {describe(c, p.program)}"[:70] for c in shown]
         axes.set_yticks(range(len(shown)), labels, fontsize=7)
         axes.invert_yaxis()
         axes.set_xlabel("modelled step, ms (blue: max(compute, memory); orange: communication; dot: XLA's program)")
@@ -509,7 +519,7 @@ class Explanation:
     runner_up_step: float | None
     basis: str
     differences: tuple[Difference, ...]
-    groups: tuple[Any, ...]
+    program: Program = dataclasses.field(repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         def side(c: Candidate | None) -> Any:
@@ -518,7 +528,7 @@ class Explanation:
             e = c.estimate
             return {
                 "mesh": dict(c.mesh.axes),
-                "layout": describe(c.layout, self.groups),
+                "layout": describe(c, self.program),
                 "compute_seconds": e.compute,
                 "memory_seconds": e.memory,
                 "communication_seconds": e.communication,
@@ -539,11 +549,11 @@ class Explanation:
 
     def __str__(self) -> str:
         w, r = self.winner, self.runner_up
-        head = f"The plan (mesh {w.mesh}: {describe(w.layout, self.groups)})"
+        head = f"The plan (mesh {w.mesh}: {describe(w, self.program)})"
         if r is None:
             return head + " is the only candidate that fits.\n"
         lines = [
-            f"{head} beats the runner-up (mesh {r.mesh}: {describe(r.layout, self.groups)}) by "
+            f"{head} beats the runner-up (mesh {r.mesh}: {describe(r, self.program)}) by "
             f"{human_seconds(self.runner_up_step - self.winner_step)} per step ({human_seconds(self.winner_step)} "
             f"against {human_seconds(self.runner_up_step)}, {self.basis}):"
         ]
@@ -590,7 +600,7 @@ def explain(plan: Plan, top: int = 6) -> Explanation:
                 kind, source, op_name = key
                 differences.append(Difference(kind, source, op_name, shapes_a or shapes_b, ta, tb))
         differences.sort(key=lambda d: -abs(d.winner_seconds - d.runner_up_seconds))
-    return Explanation(winner, runner, steps[0], steps[1], basis, tuple(differences[:top]), plan.program.groups)
+    return Explanation(winner, runner, steps[0], steps[1], basis, tuple(differences[:top]), plan.program)
 
 
 def _runner_up(plan: Plan) -> Candidate | None:

@@ -29,7 +29,6 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from shardkit.autoshard import model
 from shardkit.autoshard.model import Estimate, Machine, Reading
@@ -328,9 +327,19 @@ def _renamed(reading: Reading, axis: str, names: Sequence[str]) -> Reading | Non
     )
 
 
-def describe(layout: Layout, groups: Sequence[Any]) -> str:
-    """A layout in one line: each sharded group with its spec (open and replicated ones left out)."""
+def describe(c: Candidate, program: Program) -> str:
+    """A candidate's layout in one line: each group it shards with its spec, and each open group Shardy's
+    propagation sharded with that spec, marked ``(open)`` (replicated groups left out)."""
     from shardkit.autoshard.space import spec_text
 
-    parts = [f"{g.name.split(' ')[0]}: {spec_text(c)}" for c, g in zip(layout, groups) if c is not None and any(c.spec)]
+    parts = []
+    for g, choice in zip(program.groups, c.layout):
+        name = g.name.split(" ")[0]
+        if choice is not None:
+            if any(choice.spec):
+                parts.append(f"{name}: {spec_text(choice)}")
+            continue
+        spec = c.reading.in_specs[g.leaves[0]]
+        if spec is None or any(spec):
+            parts.append(f"{name}: {spec_text(spec) if spec is not None else 'sub-axes'} (open)")
     return ", ".join(parts) or "replicated"

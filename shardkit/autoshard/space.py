@@ -181,12 +181,12 @@ def without_axis(spec: Spec | None, axis: str) -> Spec | None:
 
 
 def spec_text(spec: Spec | Choice | None) -> str:
-    """A spec (or a choice) as PartitionSpec text: ``P('x', None)``, ``P(('x', 'y'),)``, ``open``; a storage
+    """A spec (or a choice) as PartitionSpec prints: ``P('x')``, ``P(None, ('x', 'y'))``, ``open``; a storage
     choice ends in ``stored``.
 
     Examples:
         >>> spec_text((("x",), ())), spec_text(((), ("x", "y"))), spec_text(((), ())), spec_text(None)
-        ("P('x', None)", "P(None, ('x', 'y'))", 'P()', 'open')
+        ("P('x')", "P(None, ('x', 'y'))", 'P()', 'open')
         >>> spec_text(Choice(((), ("x",)), storage=True))
         "P(None, 'x') stored"
     """

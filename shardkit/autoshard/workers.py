@@ -3,9 +3,9 @@
 A search evaluates its candidates in rounds of independent ones (every move from the current state), and one
 evaluation is Shardy's passes (C++, about 50 ms on the GPT step) plus a walk in Python (about 20 ms): work that
 runs in parallel across processes, not threads (the passes hold the Python thread while they run). Each worker
-is a fresh interpreter (``python -m shardkit.autoshard.workers``, never a fork of a process whose jax runtime
-runs) that receives the program once and then candidates, and answers each with its ``Reading`` or the error
-Shardy raised. Shardy's passes run in the worker without the isolation shardkit's pass manager gives them
+is a fresh interpreter (this shardkit's ``workers.serve``, never a fork of a process whose jax runtime runs)
+that receives the program once and then candidates, and answers each with its ``Reading`` or the error Shardy
+raised. Shardy's passes run in the worker without the isolation shardkit's pass manager gives them
 elsewhere: a pass that aborts ends the worker, which the pool notices, restarts, and reports as that candidate's
 failure (``WorkerCrash``).
 
@@ -42,8 +42,10 @@ class _Worker:
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        # this shardkit, whatever the working directory holds (python -c puts it first on the path)
+        start = f"import sys; sys.path.insert(0, {root!r}); from shardkit.autoshard.workers import serve; serve()"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "shardkit.autoshard.workers"],
+            [sys.executable, "-c", start],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
@@ -227,7 +229,3 @@ def serve() -> None:
             except Exception as e:  # noqa: BLE001  (the parent reports it as this candidate's failure)
                 reply = RuntimeError(f"{type(e).__name__}: {e}")
             _write(replies, reply)
-
-
-if __name__ == "__main__":
-    serve()
