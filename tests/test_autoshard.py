@@ -18,7 +18,7 @@ import pytest
 
 import shardkit as sk
 from shardkit import P
-from shardkit.autoshard import api, space, workers
+from shardkit.autoshard import PlannedJit, api, space, workers
 
 RNG = np.random.default_rng(0)
 
@@ -143,6 +143,38 @@ def test_an_input_sharded_on_its_features_is_computed_on_where_it_is():
     np.testing.assert_allclose(np.asarray(got), xv @ wv, rtol=1e-3, atol=1e-2)
 
 
+def test_a_layout_that_does_not_fit_loses_to_one_that_does():
+    """Replicated, the weight alone (4 MiB) is over the limit: the plan splits it, and still computes the same."""
+    w, x = normal(1024, 1024), normal(64, 1024)
+    f = lambda w, x: jnp.tanh(x @ w).sum(axis=0)  # noqa: E731
+    free = sk.autoshard(f, w, x, target="cpu:8", confirm=0, workers=0)
+    limit = 2 << 20
+    plan = sk.autoshard(f, w, x, target="cpu:8", memory_limit=limit, confirm=0, workers=0)
+    assert plan.memory_per_device <= limit < free.memory_per_device or free.memory_per_device <= limit
+    assert any(plan.in_shardings[0].spec)  # the weight is split
+    got = plan.jit()(*placed(plan, (w, x)))
+    np.testing.assert_allclose(np.asarray(got), np.tanh(x @ w).sum(0), rtol=1e-4, atol=1e-3)
+
+
+def test_a_plan_that_stores_an_argument_runs_and_lowers_with_its_priority(adam):
+    """A storage sharding (priority 1) is no in_sharding: ``jit()`` is a PlannedJit that writes it, and its
+    program computes what the unsharded one does; for a TPU slice the lowering holds it too."""
+    plan, args = adam
+    stored = next(c for c in plan.candidates if any(x is not None and x.storage and any(x.spec) for x in c.layout))
+    chosen, plan.chosen = plan.chosen, stored
+    try:
+        assert plan.constraints and all(c.kind == "stored" for c in plan.constraints)
+        step = plan.jit()
+        assert isinstance(step, PlannedJit)
+        assert "}p1" in step.lower(*placed(plan, args)).as_text()
+        got = step(*placed(plan, args))
+        want = jax.jit(adam_step)(*args)
+        for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=2e-5)
+    finally:
+        plan.chosen = chosen
+
+
 # -- for a TPU slice ------------------------------------------------------------------------------------------
 
 
@@ -161,6 +193,9 @@ def test_a_plan_for_a_tpu_slice_is_confirmed_by_compiling_it(tmp_path):
     assert sum(r["chosen"] for r in rows) == 1 and any(r["xla"] for r in rows)
     plan.table().save_image(tmp_path / "table.png")
     assert (tmp_path / "table.png").read_bytes()[:4] == b"\x89PNG"
+    stored = next(c for c in plan.candidates if any(x is not None and x.storage and any(x.spec) for x in c.layout))
+    plan.chosen = stored  # a storage sharding on the slice's compile-only devices
+    assert plan.lower().compile(target=plan.target).memory().fits
 
 
 # -- reports ------------------------------------------------------------------------------------------------

@@ -6,13 +6,12 @@ The same search runs on a module whose arguments' shardings are open (``autoshar
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from shardkit.autoshard import model
-from shardkit.autoshard.plan import Confirmed, Plan
+from shardkit.autoshard.plan import Confirmed, Plan, alike_key
 from shardkit.autoshard.program import Program, from_function, from_module
 from shardkit.autoshard.search import Candidate, Search
 from shardkit.autoshard.space import MeshShape
@@ -188,10 +187,8 @@ def _confirm(plan: Plan, ranked: list[Candidate], count: int, limit: int | None)
 
 
 def _same(a: Candidate, b: Candidate) -> bool:
-    """Too close to tell apart by compiling both: estimates within 1% in time and 10% in memory (equivalent
-    layouts, the same layout on another order of the mesh); the compiles go to candidates that differ."""
-    ea, eb = a.estimate, b.estimate
-    return math.isclose(ea.step, eb.step, rel_tol=0.01) and abs(ea.peak - eb.peak) <= 0.1 * max(ea.peak, eb.peak, 1)
+    """One program in effect (``plan.alike_key``): the compiles go to candidates that differ."""
+    return alike_key(a) == alike_key(b)
 
 
 def _compile(plan: Plan, c: Candidate, limit: int | None) -> Confirmed:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -355,7 +354,24 @@ class CandidateTable:
     def __init__(self, plan: Plan):
         self.plan = plan
 
+    def alike(self) -> list[list[int]]:
+        """The candidates (by rank) in groups of equal estimates (time, memory and bytes sent: the same program in
+        effect, e.g. one layout on several orders of its mesh, or equivalent shardings of a dimension of size
+        one), each group in rank order with the chosen or a compiled one first, groups by their best rank."""
+        plan = self.plan
+        groups: dict[tuple, list[int]] = {}
+        for rank, c in enumerate(plan.candidates):
+            groups.setdefault(alike_key(c), []).append(rank)
+
+        def first(rank: int) -> tuple[int, int]:
+            c = plan.candidates[rank]
+            return (0 if c.key == plan.chosen.key else 1 if c.key in plan.confirmed else 2, rank)
+
+        return sorted((sorted(g, key=first) for g in groups.values()), key=min)
+
     def rows(self) -> list[dict[str, Any]]:
+        """Every candidate, best first, as data (``alike``: the rank of the row that stands for its group)."""
+        standing = {rank: group[0] for group in self.alike() for rank in group}
         out = []
         for rank, c in enumerate(self.plan.candidates):
             e = c.estimate
@@ -364,6 +380,7 @@ class CandidateTable:
             out.append(
                 {
                     "rank": rank,
+                    "alike": standing[rank],
                     "chosen": c.key == self.plan.chosen.key,
                     "mesh": dict(c.mesh.axes),
                     "layout": {g.name: spec_text(choice) for g, choice in zip(self.plan.program.groups, c.layout)},
@@ -407,26 +424,27 @@ class CandidateTable:
     def __str__(self) -> str:
         p = self.plan
         limit = f", limit {human_bytes(p.memory_limit)} per device" if p.memory_limit else ""
+        groups = self.alike()
         lines = [
             f"autoshard for {p.target} on {p.hardware}: {len(p.candidates)} candidates ({p.evaluations} Shardy "
-            f"plans, {len(p.confirmed)} compiled) in {p.search_seconds:.1f} s{limit}; the first "
-            f"{min(TABLE_ROWS, len(p.candidates))}, best first (* chosen):"
+            f"plans, {len(p.confirmed)} compiled) in {p.search_seconds:.1f} s{limit}; {len(groups)} distinct, the "
+            f"first {min(TABLE_ROWS, len(groups))} best first (* chosen; alike: candidates with the same estimate):"
         ]
+        rows_data = self.rows()
         rows = []
-        for row, c in zip(self.rows()[:TABLE_ROWS], p.candidates):
+        for group in groups[:TABLE_ROWS]:
+            rank = group[0]
+            row, c = rows_data[rank], p.candidates[rank]
             xla = row["xla"]
-            xla_text = (
-                "-"
-                if xla is None
-                else (
-                    "refused"
-                    if xla["step_seconds"] is None
-                    else f"{human_seconds(xla['step_seconds'])} {human_bytes(xla['peak_bytes_per_device'])}"
-                )
-            )
+            if xla is None:
+                xla_text = "-"
+            elif xla["step_seconds"] is None:
+                xla_text = "refused"
+            else:
+                xla_text = f"{human_seconds(xla['step_seconds'])} {human_bytes(xla['peak_bytes_per_device'])}"
             rows.append(
                 [
-                    ("*" if row["chosen"] else "") + str(row["rank"]),
+                    ("*" if row["chosen"] else "") + str(rank),
                     str(c.mesh),
                     human_seconds(c.estimate.step),
                     human_seconds(c.estimate.compute),
@@ -436,32 +454,22 @@ class CandidateTable:
                     human_bytes(c.estimate.peak),
                     {None: "-", True: "yes", False: "NO"}[row["fits"]],
                     xla_text,
+                    str(len(group) - 1),
                     row["summary"],
                 ]
             )
-        header = [
-            "#",
-            "mesh",
-            "step",
-            "compute",
-            "memory",
-            "comm",
-            "sent/dev",
-            "mem/dev",
-            "fits",
-            "XLA step, mem",
-            "layout",
-        ]
-        lines += aligned(header, rows)
+        header = ["#", "mesh", "step", "compute", "memory", "comm", "sent/dev", "mem/dev", "fits", "XLA step, mem"]
+        lines += aligned([*header, "alike", "layout"], rows)
         return "\n".join(lines) + "\n"
 
     def save_image(self, path: str | os.PathLike, rows: int = TABLE_ROWS) -> None:
-        """The best ``rows`` candidates as bars: the modelled step split into its compute-or-memory part and its
-        communication, XLA's step as a dot where compiled, the chosen one outlined (PNG or SVG; ``shardkit[viz]``)."""
+        """The best ``rows`` distinct candidates as bars: the modelled step split into its compute-or-memory part and
+        its communication, XLA's step as a dot where compiled, the chosen one outlined (PNG or SVG;
+        ``shardkit[viz]``)."""
         from shardkit.inspect import images
 
         p = self.plan
-        shown = p.candidates[:rows]
+        shown = [p.candidates[group[0]] for group in self.alike()[:rows]]
         figure = images.new_figure(10, 1.2 + 0.32 * len(shown))
         axes = figure.add_subplot()
         ms = 1e3
@@ -480,7 +488,8 @@ class CandidateTable:
         axes.invert_yaxis()
         axes.set_xlabel("modelled step, ms (blue: max(compute, memory); orange: communication; dot: XLA's program)")
         axes.set_title(
-            f"autoshard for {p.target} on {p.hardware}: best {len(shown)} of {len(p.candidates)}", fontsize=9
+            f"autoshard for {p.target} on {p.hardware}: the best {len(shown)} distinct of {len(p.candidates)}",
+            fontsize=9,
         )
         images.save_figure(figure, path)
 
@@ -603,19 +612,22 @@ def explain(plan: Plan, top: int = 6) -> Explanation:
     return Explanation(winner, runner, steps[0], steps[1], basis, tuple(differences[:top]), plan.program)
 
 
+def alike_key(c: Candidate) -> tuple:
+    """Equal for candidates whose estimates agree (time to 3 digits, memory and bytes sent to 4 KiB): one program
+    in effect (one layout on several orders of its mesh; a dimension of size one sharded or not)."""
+    e = c.estimate
+    return float(f"{e.step:.3e}"), e.peak >> 12, e.wire_bytes >> 12
+
+
 def _runner_up(plan: Plan) -> Candidate | None:
-    """The best other candidate that fits, preferring one compiled for the target, with a different estimate."""
+    """The best candidate unlike the winner that fits: a compiled one where there is one, else the best estimate."""
     limit = plan.memory_limit
-    others = [
-        c
-        for c in plan.candidates
-        if c.key != plan.chosen.key
-        and not math.isclose(c.estimate.step, plan.chosen.estimate.step, rel_tol=1e-9)
-        and (limit is None or c.estimate.peak <= limit)
-    ]
+    mine = alike_key(plan.chosen)
+    others = [c for c in plan.candidates if alike_key(c) != mine and (limit is None or c.estimate.peak <= limit)]
     confirmed = [c for c in others if c.key in plan.confirmed and plan.confirmed[c.key].step is not None]
-    pool = confirmed or others
-    return min(pool, key=lambda c: c.estimate.step) if pool else None
+    if confirmed:
+        return min(confirmed, key=lambda c: plan.confirmed[c.key].step)
+    return min(others, key=lambda c: c.estimate.step) if others else None
 
 
 def _by_site(c: Candidate) -> dict[tuple, tuple[float, str]]:
