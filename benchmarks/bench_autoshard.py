@@ -15,7 +15,8 @@ wall time is the whole search: lowering, estimates, compiles.
 - FSDP x tensor parallel: the same 2-D mesh, each parameter's tensor-parallel sharding plus 'data' on its
   largest other dimension.
 
-Run: .venv/bin/python benchmarks/bench_autoshard.py [CASE ...]   (cases: gpt-v5e, gpt-v5p, mlp-v5e; default all)
+Run: .venv/bin/python benchmarks/bench_autoshard.py [CASE ...]   (cases: gpt-v5e, gpt-v5p, mlp-v5e, gpt1b-v5e: a
+1.3B-parameter GPT that data parallelism cannot fit; default all)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from shardkit.executor import targets  # noqa: E402
 from shardkit.inspect import OutOfMemoryError, hardware  # noqa: E402
 
 GPT2_SMALL = gpt.params(vocab=50304, seq=1024, dim=768, ff=3072, layers=12)
+GPT_1B = gpt.params(vocab=50304, seq=1024, dim=2048, ff=8192, layers=24)  # 1.3B parameters: 21 GB with Adam
 
 
 def mlp_step(p, x, y):
@@ -71,14 +73,14 @@ def fsdp_spec(shape, size, axis="data", base=None):
     return P(*entries)
 
 
-def gpt_case(mesh_shape, names, param_spec, batch):
+def gpt_case(mesh_shape, names, param_spec, batch, sizes=GPT2_SMALL):
     """(jitted step, argument structs) of the GPT step with ``param_spec(name, shape, megatron_spec)``."""
     mesh = sk.AbstractMesh(mesh_shape, names)
-    named = {k: sk.NamedSharding(mesh, param_spec(k, shape, spec)) for k, (shape, spec) in GPT2_SMALL.items()}
+    named = {k: sk.NamedSharding(mesh, param_spec(k, shape, spec)) for k, (shape, spec) in sizes.items()}
     batched = sk.NamedSharding(mesh, P("data", None))
     scalar = sk.NamedSharding(mesh, P())
-    state = {k: sk.ShapeDtypeStruct(shape, np.float32, sharding=named[k]) for k, (shape, _) in GPT2_SMALL.items()}
-    tokens = sk.ShapeDtypeStruct((batch, GPT2_SMALL["wpe"][0][0]), np.int32, sharding=batched)
+    state = {k: sk.ShapeDtypeStruct(shape, np.float32, sharding=named[k]) for k, (shape, _) in sizes.items()}
+    tokens = sk.ShapeDtypeStruct((batch, sizes["wpe"][0][0]), np.int32, sharding=batched)
     args = (state, state, state, sk.ShapeDtypeStruct((), np.float32, sharding=scalar), tokens, tokens)
     step = sk.jit(
         gpt.train_step,
@@ -89,21 +91,21 @@ def gpt_case(mesh_shape, names, param_spec, batch):
     return step, args
 
 
-def gpt_hand(devices, model, batch):
+def gpt_hand(devices, model, batch, sizes=GPT2_SMALL):
     data = devices // model
     return {
-        "data parallel": gpt_case((devices,), ("data",), lambda k, s, spec: P(), batch),
-        "FSDP": gpt_case((devices,), ("data",), lambda k, s, spec: fsdp_spec(s, devices), batch),
-        "Megatron TP": gpt_case((data, model), ("data", "model"), lambda k, s, spec: spec, batch),
+        "data parallel": gpt_case((devices,), ("data",), lambda k, s, spec: P(), batch, sizes),
+        "FSDP": gpt_case((devices,), ("data",), lambda k, s, spec: fsdp_spec(s, devices), batch, sizes),
+        "Megatron TP": gpt_case((data, model), ("data", "model"), lambda k, s, spec: spec, batch, sizes),
         "FSDP x TP": gpt_case(
-            (data, model), ("data", "model"), lambda k, s, spec: fsdp_spec(s, data, base=spec), batch
+            (data, model), ("data", "model"), lambda k, s, spec: fsdp_spec(s, data, base=spec), batch, sizes
         ),
     }
 
 
-def gpt_plan_args(batch):
-    state = {k: sk.ShapeDtypeStruct(shape, np.float32) for k, (shape, _) in GPT2_SMALL.items()}
-    tokens = sk.ShapeDtypeStruct((batch, GPT2_SMALL["wpe"][0][0]), np.int32)
+def gpt_plan_args(batch, sizes=GPT2_SMALL):
+    state = {k: sk.ShapeDtypeStruct(shape, np.float32) for k, (shape, _) in sizes.items()}
+    tokens = sk.ShapeDtypeStruct((batch, sizes["wpe"][0][0]), np.int32)
     return (state, state, state, sk.ShapeDtypeStruct((), np.float32), tokens, tokens)
 
 
@@ -159,6 +161,11 @@ CASES = {  # name -> (target, hand layouts, (function, args, donate))
         lambda: (gpt.train_step, gpt_plan_args(2048), (0, 1, 2)),
     ),
     "mlp-v5e": ("tpu-v5e:4x4", lambda: mlp_hand(16, 4), lambda: (mlp_step, mlp_plan_args(), (0,))),
+    "gpt1b-v5e": (  # too large for data parallelism on 16 GiB chips
+        "tpu-v5e:16x16",
+        lambda: gpt_hand(256, 16, 256, GPT_1B),
+        lambda: (gpt.train_step, gpt_plan_args(256, GPT_1B), (0, 1, 2)),
+    ),
 }
 
 

@@ -160,7 +160,8 @@ class Estimate:
 
 
 class Machine:
-    """The target a search prices candidates on: its devices, its hardware profile, where its chips sit."""
+    """The target a search prices candidates on: its devices, its hardware profile, where its chips sit, and the
+    memory a device may use (``capacity``: the limit, None for none)."""
 
     def __init__(self, target: Any, hardware: Hardware, capacity: int | None):
         self.target = target
@@ -220,7 +221,7 @@ class Machine:
 
     def _line(self, mesh: MeshShape, kind: str, grouped: tuple) -> tuple[float, float]:
         ids = self.grid(mesh).reshape(-1)
-        if grouped[0] in ("groups", "pairs"):  # partition ids a collective of the program's own names
+        if grouped[0] in ("groups", "pairs"):  # a collective the program itself holds names partition ids
             groups = [[int(ids[p]) for p in g] for g in grouped[1]]
             if grouped[0] == "pairs":
                 c = Collective(kind, "probe", (_flat(1 << 20),), (_flat(1 << 20),), None, 2, tuple(map(tuple, groups)))
@@ -318,16 +319,6 @@ def evaluate(program: Program, mesh: MeshShape, layout: Layout) -> Reading:
 
 _VALUE = re.compile(r"<@?(\"[^\"]*\"|[\w$.]+|mesh<[^>]*>), \[((?:\{[^{}]*\}p?\d*(?:, )?)*)\]")
 _DIMS = re.compile(r"\{([^{}]*)\}")
-_LABEL = re.compile(r"^(.*?)(?::\((\d+)\)(\d+))?$")
-
-
-def _refs(labels: Sequence[str]) -> list[tuple[str, tuple[int, int] | None]]:
-    """The communication report's axis labels (``'x'``, ``'x:(2)4'``) as axis references."""
-    out = []
-    for label in labels:
-        name, pre, size = _LABEL.match(label).groups()
-        out.append((name, (int(pre), int(size)) if pre else None))
-    return out
 
 
 def _spec(attr: ir.Attribute | None, type_: ir.Type) -> Spec | None:

@@ -20,7 +20,7 @@ from shardkit.autoshard.model import Estimate, Machine
 from shardkit.autoshard.program import Program
 from shardkit.autoshard.search import Candidate, describe
 from shardkit.autoshard.space import Choice, Spec, spec_text
-from shardkit.inspect import timing
+from shardkit.inspect import locations, timing
 from shardkit.inspect.units import aligned, human_bytes
 
 TABLE_ROWS = 20  # rows the printed table shows (to_json has every candidate)
@@ -156,8 +156,8 @@ class Plan:
         for leaf, arg, spec in zip(self.program.leaves, leaves, specs):
             if leaf.group is None:
                 out.append(getattr(arg, "sharding", None))
-            else:
-                out.append(NamedSharding(mesh, P(*_partition(spec or ()))))
+            else:  # (a sharding over parts of axes, which no PartitionSpec says, is left to the compiler)
+                out.append(None if spec is None else NamedSharding(mesh, P(*_partition(spec))))
         return jax.tree_util.tree_unflatten(tree, out)
 
     @property
@@ -192,6 +192,12 @@ class Plan:
     def estimate(self) -> Estimate:
         """The fast model's estimate of the chosen layout."""
         return self.chosen.estimate
+
+    @property
+    def compiled(self) -> Any:
+        """The chosen layout compiled for the target (compile-only), where the search confirmed it; else None."""
+        confirmed = self.confirmed.get(self.chosen.key)
+        return None if confirmed is None else confirmed.compiled
 
     @property
     def step_time(self) -> float:
@@ -518,38 +524,53 @@ class Difference:
 
 
 @dataclasses.dataclass(frozen=True)
-class Explanation:
-    """The winner against the runner-up (``Plan.explain``): step times, the collectives that differ most, compute,
-    memory traffic and memory per device."""
+class Side:
+    """One side of an explanation: a candidate and its figures per step and per device, from the explanation's
+    basis (XLA's compiled program where both sides were compiled, else the estimate)."""
 
-    winner: Candidate
-    runner_up: Candidate | None
-    winner_step: float
-    runner_up_step: float | None
+    candidate: Candidate
+    step: float
+    compute: float
+    memory: float
+    communication: float
+    peak: int
+
+    @classmethod
+    def of(cls, c: Candidate, confirmed: Confirmed | None) -> Side:
+        if confirmed is not None and confirmed.step is not None:
+            return cls(c, confirmed.step, confirmed.compute, confirmed.memory, confirmed.communication, confirmed.peak)
+        e = c.estimate
+        return cls(c, e.step, e.compute, e.memory, e.communication, e.peak)
+
+    def to_dict(self, program: Program) -> dict[str, Any]:
+        c = self.candidate
+        return {
+            "mesh": dict(c.mesh.axes),
+            "layout": describe(c, program),
+            "step_seconds": self.step,
+            "compute_seconds": self.compute,
+            "memory_seconds": self.memory,
+            "communication_seconds": self.communication,
+            "peak_bytes_per_device": self.peak,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Explanation:
+    """The winner against the runner-up (``Plan.explain``): step times, the collectives whose time differs most,
+    compute, memory traffic and memory per device, all from one basis (``basis``)."""
+
+    winner: Side
+    runner_up: Side | None
     basis: str
     differences: tuple[Difference, ...]
     program: Program = dataclasses.field(repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        def side(c: Candidate | None) -> Any:
-            if c is None:
-                return None
-            e = c.estimate
-            return {
-                "mesh": dict(c.mesh.axes),
-                "layout": describe(c, self.program),
-                "compute_seconds": e.compute,
-                "memory_seconds": e.memory,
-                "communication_seconds": e.communication,
-                "peak_bytes_per_device": e.peak,
-            }
-
         return {
             "basis": self.basis,
-            "winner": side(self.winner),
-            "runner_up": side(self.runner_up),
-            "winner_step_seconds": self.winner_step,
-            "runner_up_step_seconds": self.runner_up_step,
+            "winner": self.winner.to_dict(self.program),
+            "runner_up": None if self.runner_up is None else self.runner_up.to_dict(self.program),
             "differences": [{**dataclasses.asdict(d), "verb": d.verb} for d in self.differences],
         }
 
@@ -558,58 +579,53 @@ class Explanation:
 
     def __str__(self) -> str:
         w, r = self.winner, self.runner_up
-        head = f"The plan (mesh {w.mesh}: {describe(w, self.program)})"
+        head = f"The plan (mesh {w.candidate.mesh}: {describe(w.candidate, self.program)})"
         if r is None:
             return head + " is the only candidate that fits.\n"
         lines = [
-            f"{head} beats the runner-up (mesh {r.mesh}: {describe(r, self.program)}) by "
-            f"{human_seconds(self.runner_up_step - self.winner_step)} per step ({human_seconds(self.winner_step)} "
-            f"against {human_seconds(self.runner_up_step)}, {self.basis}):"
+            f"{head} beats the runner-up (mesh {r.candidate.mesh}: {describe(r.candidate, self.program)}) by "
+            f"{human_seconds(r.step - w.step)} per step ({human_seconds(w.step)} against {human_seconds(r.step)}, "
+            f"{self.basis}):"
         ]
         for d in self.differences:
-            where = f" at {d.source}" if d.source else ""
+            where = f" at {locations.short(d.source)}" if d.source else ""
             amount = (
                 human_seconds(d.winner_seconds or d.runner_up_seconds)
                 if d.verb in ("avoids", "adds")
                 else f"{human_seconds(d.winner_seconds)} against {human_seconds(d.runner_up_seconds)}"
             )
             lines.append(f"  it {d.verb} {d.kind} of {d.shapes}{where} ({amount} per step)")
-        we, re_ = w.estimate, r.estimate
-        for label, a, b in (("compute", we.compute, re_.compute), ("memory traffic", we.memory, re_.memory)):
-            if abs(a - b) > 0.01 * max(self.winner_step, self.runner_up_step or 0.0, 1e-12):
+        figures = [("compute", w.compute, r.compute), ("memory traffic", w.memory, r.memory)]
+        largest = max(figures, key=lambda f: abs(f[1] - f[2]))
+        for label, a, b in figures:
+            if abs(a - b) > 0.01 * max(w.step, r.step, 1e-12) or (not self.differences and (label, a, b) == largest):
                 lines.append(f"  {label}: {human_seconds(a)} against {human_seconds(b)} per step")
-        lines.append(f"  communication: {human_seconds(we.communication)} against {human_seconds(re_.communication)}")
-        lines.append(f"  memory per device: {human_bytes(we.peak)} against {human_bytes(re_.peak)} (estimates)")
+        lines.append(f"  communication: {human_seconds(w.communication)} against {human_seconds(r.communication)}")
+        lines.append(f"  memory per device: {human_bytes(w.peak)} against {human_bytes(r.peak)}")
         return "\n".join(lines) + "\n"
 
 
 def explain(plan: Plan, top: int = 6) -> Explanation:
-    """``Plan.explain`` (see there)."""
-    winner = plan.chosen
-    runner = _runner_up(plan)
-    confirmed_w = plan.confirmed.get(winner.key)
-    confirmed_r = plan.confirmed.get(runner.key) if runner is not None else None
-    if (
-        confirmed_w is not None
-        and confirmed_r is not None
-        and confirmed_w.step is not None
-        and confirmed_r.step is not None
-    ):
-        basis = "XLA's programs for the target, modelled"
-        steps = confirmed_w.step, confirmed_r.step
-    else:
-        basis = "the fast estimates"
-        steps = winner.estimate.step, runner.estimate.step if runner is not None else None
+    """``Plan.explain`` (see there): on XLA's programs where both sides were compiled, else on the estimates."""
+    winner, runner = plan.chosen, _runner_up(plan)
+    cw = plan.confirmed.get(winner.key)
+    cr = plan.confirmed.get(runner.key) if runner is not None else None
+    compiled = all(c is not None and c.step is not None and c.compiled is not None for c in (cw, cr))
+    if not compiled:
+        cw = cr = None
+    basis = "XLA's programs for the target, modelled" if compiled else "the estimates"
     differences: list[Difference] = []
     if runner is not None:
-        a, b = _by_site(winner), _by_site(runner)
+        site = (lambda c, conf: _by_xla_site(plan, conf)) if compiled else (lambda c, conf: _by_site(c))
+        a, b = site(winner, cw), site(runner, cr)
         for key in set(a) | set(b):
             (ta, shapes_a), (tb, shapes_b) = a.get(key, (0.0, "")), b.get(key, (0.0, ""))
             if abs(ta - tb) > 1e-9:
                 kind, source, op_name = key
                 differences.append(Difference(kind, source, op_name, shapes_a or shapes_b, ta, tb))
         differences.sort(key=lambda d: -abs(d.winner_seconds - d.runner_up_seconds))
-    return Explanation(winner, runner, steps[0], steps[1], basis, tuple(differences[:top]), plan.program)
+    sides = Side.of(winner, cw), None if runner is None else Side.of(runner, cr)
+    return Explanation(sides[0], sides[1], basis, tuple(differences[:top]), plan.program)
 
 
 def alike_key(c: Candidate) -> tuple:
@@ -630,6 +646,20 @@ def _runner_up(plan: Plan) -> Candidate | None:
     return min(others, key=lambda c: c.estimate.step) if others else None
 
 
+def _by_xla_site(plan: Plan, confirmed: Confirmed) -> dict[tuple, tuple[float, str]]:
+    """Seconds per step of a compiled program's collectives by (kind, line, jax op), with their shapes."""
+    compiled = confirmed.compiled
+    step = compiled.communication().time(plan.machine.hardware, cost=compiled.cost_analysis())
+    out: dict[tuple, tuple[float, str]] = {}
+    for t in step.collectives:
+        col = t.collective
+        key = (col.kind, col.source, col.op_name)
+        seconds, shapes = out.get(key, (0.0, ""))
+        runs = f" x{col.executions}" if col.executions > 1 else ""
+        out[key] = (seconds + t.total, shapes or f"{', '.join(map(str, col.operands))} over {col.over}{runs}")
+    return out
+
+
 def _by_site(c: Candidate) -> dict[tuple, tuple[float, str]]:
     """Seconds per step of a candidate's collectives by (kind, line, jax op), with the per-device shapes."""
     out: dict[tuple, tuple[float, str]] = {}
@@ -642,4 +672,4 @@ def _by_site(c: Candidate) -> dict[tuple, tuple[float, str]]:
     return out
 
 
-__all__ = ["CandidateTable", "Choice", "Confirmed", "Constraint", "Explanation", "Plan", "PlannedJit"]
+__all__ = ["CandidateTable", "Choice", "Confirmed", "Constraint", "Explanation", "Plan", "PlannedJit", "Side"]

@@ -97,16 +97,16 @@ class Search:
 
     # evaluating
 
-    def score(self, c: Candidate) -> tuple[float, float]:
-        """Lower is better: bytes over the memory limit first, then the modelled step."""
+    def score(self, c: Candidate) -> tuple[float, float, int]:
+        """Lower is better: bytes over the memory limit first, then the modelled step, then the footprint."""
         over = 0.0 if self.limit is None else max(0.0, c.estimate.peak - self.limit)
-        return over, c.estimate.step
+        return over, c.estimate.step, c.estimate.peak
 
     def better(self, a: Candidate, b: Candidate | None) -> bool:
         """Whether ``a`` beats ``b`` by more than the noise of the model."""
         if b is None:
             return True
-        (oa, sa), (ob, sb) = self.score(a), self.score(b)
+        (oa, sa, _), (ob, sb, _) = self.score(a), self.score(b)
         if oa != ob:
             return oa < ob
         return sa < sb * (1 - GAIN)
