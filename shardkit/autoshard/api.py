@@ -151,6 +151,11 @@ def _search(
         out_tree=out_tree,
     )
     chosen = _confirm(plan, ranked, confirm, limit)
+    failed = [c.error for c in plan.confirmed.values() if (c.error or "").startswith("XLA could not compile")]
+    if chosen is None and failed and len(failed) == len(plan.confirmed):
+        raise ValueError(
+            f"autoshard: none of the {len(failed)} best layouts compiled for {machine.target.name}: {failed[0]}"
+        )
     if chosen is None:
         smallest = min(ranked, key=lambda c: _footprint(plan, c))
         raise ValueError(
@@ -205,6 +210,9 @@ def _compile(plan: Plan, c: Candidate, limit: int | None) -> Confirmed:
         compiled = load(written(plan.program, c)).compile(target=plan.machine.target)
     except OutOfMemoryError as e:
         return Confirmed(None, None, None, None, None, False, time.perf_counter() - start, str(e).splitlines()[1])
+    except Exception as e:  # noqa: BLE001  (XLA refusing one candidate rules that candidate out, not the search)
+        reason = f"XLA could not compile it: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        return Confirmed(None, None, None, None, None, False, time.perf_counter() - start, reason)
     seconds = time.perf_counter() - start
     report = compiled.communication()
     step = report.time(plan.machine.hardware, cost=compiled.cost_analysis())

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -155,31 +154,6 @@ def replicated(rank: int) -> Spec:
     return tuple(() for _ in range(rank))
 
 
-def divides(shape: Sequence[int], spec: Spec, mesh: MeshShape) -> bool:
-    """Whether every dimension splits evenly over its axes on ``mesh``."""
-    return all(n % mesh.size_of(axes) == 0 for n, axes in zip(shape, spec))
-
-
-def with_axis(shape: Sequence[int], spec: Spec | None, axis: str, mesh: MeshShape) -> list[Spec]:
-    """The specs adding mesh axis ``axis`` to ``spec`` on one dimension, keeping every dimension divisible."""
-    base = replicated(len(shape)) if spec is None else spec
-    if any(axis in dim for dim in base) or dict(mesh.axes)[axis] < 2:
-        return []
-    out = []
-    for d in range(len(shape)):
-        candidate = base[:d] + (base[d] + (axis,),) + base[d + 1 :]
-        if divides(shape, candidate, mesh):
-            out.append(candidate)
-    return out
-
-
-def without_axis(spec: Spec | None, axis: str) -> Spec | None:
-    """``spec`` with ``axis`` taken off whichever dimension holds it."""
-    if spec is None:
-        return None
-    return tuple(tuple(a for a in dim if a != axis) for dim in spec)
-
-
 def spec_text(spec: Spec | Choice | None) -> str:
     """A spec (or a choice) as PartitionSpec prints: ``P('x')``, ``P(None, ('x', 'y'))``, ``open``; a storage
     choice ends in ``stored``.
@@ -198,21 +172,3 @@ def spec_text(spec: Spec | Choice | None) -> str:
         spec = spec[:-1]
     parts = ["None" if not d else repr(d[0]) if len(d) == 1 else "(" + ", ".join(map(repr, d)) + ")" for d in spec]
     return "P(" + ", ".join(parts) + ")"
-
-
-def renamed(spec: Spec | None, names: dict[str, str]) -> Spec | None:
-    """``spec`` with its axes renamed."""
-    if spec is None:
-        return None
-    return tuple(tuple(names.get(a, a) for a in dim) for dim in spec)
-
-
-def permutations(mesh: MeshShape) -> list[MeshShape]:
-    """``mesh``'s axes in every order (distinct size orders only), names kept with their sizes."""
-    seen, out = set(), []
-    for order in itertools.permutations(range(len(mesh.names))):
-        shape = MeshShape(tuple(mesh.names[i] for i in order), tuple(mesh.sizes[i] for i in order))
-        if shape not in seen:
-            seen.add(shape)
-            out.append(shape)
-    return out
