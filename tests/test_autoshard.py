@@ -307,11 +307,14 @@ def test_a_memory_limit_nothing_meets_names_the_smallest_footprint():
         ({"target": "cpu:8", "memory_limit": 1.5}, ValueError, "memory_limit must be a positive number of bytes"),
         ({"target": "cpu:8", "hardware": "abacus"}, ValueError, "hardware='abacus'"),
         ({"target": "cpu:8", "confirm": -1}, ValueError, "confirm must be a number of candidates >= 0"),
+        ({"target": "cpu:8", "confirm": 1.0}, ValueError, "confirm must be a number of candidates >= 0, got 1.0"),
     ],
 )
 def test_bad_input_is_a_named_error(kwargs, error, match):
     with pytest.raises(error, match=match):
-        sk.autoshard(chained, normal(16, 8), normal(8, 8), normal(8, 4), workers=0, **kwargs)
+        sk.autoshard(chained, normal(16, 8), normal(8, 8), normal(8, 4), **{"workers": 0, **kwargs})
+    with pytest.raises(ValueError, match="workers must be a number of processes >= 0, got -2"):
+        sk.autoshard(chained, normal(16, 8), normal(8, 8), normal(8, 4), target="cpu:8", workers=-2)
 
 
 def test_bad_functions_and_meshes_are_named_errors():

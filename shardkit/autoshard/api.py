@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from shardkit.autoshard import model
+from shardkit.autoshard import model, workers as workers_
 from shardkit.autoshard.plan import Confirmed, Plan
 from shardkit.autoshard.program import Program, from_function, from_module
 from shardkit.autoshard.search import Candidate, Search
@@ -72,7 +72,9 @@ def autoshard(
             f"autoshard takes the function itself, not {fun!r}: pass its __wrapped__ (the plan's jit() stages it)."
         )
     donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    _counts(confirm, workers)
     machine, limit = _machine(target, hardware, memory_limit)
+    workers_.start(workers)  # their start-up overlaps the lowering
     program, lowered = from_function(fun, args, donate)
     user_mesh = _user_mesh(args)
     meshes = _meshes(program, machine, mesh, user_mesh)
@@ -106,6 +108,7 @@ def autoshard_module(
     start = time.perf_counter()
     if hasattr(module, "compiler_ir"):
         module = module.compiler_ir()
+    _counts(confirm, workers)
     machine, limit = _machine(target, hardware, memory_limit)
     program = from_module(module)
     meshes = _meshes(program, machine, None, None)
@@ -127,8 +130,6 @@ def _search(
     user_mesh: Any = None,
     out_tree: Any = None,
 ) -> Plan:
-    if not isinstance(confirm, int) or isinstance(confirm, bool) or confirm < 0:
-        raise ValueError(f"autoshard's confirm must be a number of candidates >= 0, got {confirm!r}.")
     with Pool(program, workers if program.groups else 0) as pool:
         search = Search(program, machine, memory_limit=limit, evaluate=pool.evaluate)
         ranked = search.run(meshes)
@@ -238,6 +239,12 @@ def _human(n: int | None) -> str:
     from shardkit.inspect.units import human_bytes
 
     return "no limit" if n is None else human_bytes(n)
+
+
+def _counts(confirm: Any, workers: Any) -> None:
+    for name, value, what in (("confirm", confirm, "candidates"), ("workers", workers, "processes")):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"autoshard's {name} must be a number of {what} >= 0, got {value!r}.")
 
 
 def _machine(target: Any, hardware: str | None, memory_limit: int | None) -> tuple[model.Machine, int | None]:

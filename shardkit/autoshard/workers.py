@@ -88,7 +88,7 @@ class Pool:
         self._payload = pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL) if self.size else b""
         self._sent: set[int] = set()  # workers that hold this program
         if self.size:
-            _start(self.size)
+            start(self.size)
 
     def _worker(self, i: int) -> _Worker:
         w = _WORKERS[i]
@@ -163,8 +163,9 @@ _WORKERS: list[_Worker | None] = []
 _LOCK = threading.Lock()
 
 
-def _start(size: int) -> None:
-    """Makes sure ``size`` workers exist (starting the missing ones: their start-ups overlap each other)."""
+def start(size: int) -> None:
+    """Makes sure ``size`` workers exist (starting the missing ones: their start-ups overlap each other and the
+    caller's work until its first evaluation)."""
     with _LOCK:
         while len(_WORKERS) < size:
             _WORKERS.append(None)
