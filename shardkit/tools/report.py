@@ -1,7 +1,8 @@
 """shardkit-report: compiles a sharded StableHLO module and prints what it communicates.
 
 ``shardkit-report FILE.mlir [--mesh data=4,model=2] [--plan] [--table] [--explain] [--json] [--image OUT.png|.svg]
-[--target tpu-v5e:4x4] [--hardware h100]`` and ``shardkit-report --diff A.mlir B.mlir [--plan] [--json]``.
+[--target tpu-v5e:4x4] [--hardware h100]``, ``shardkit-report --diff A.mlir B.mlir [--plan] [--json]`` and
+``shardkit-report FILE.mlir --autoshard --target tpu-v5e:4x4 [--explain] [--json] [--image OUT.png]``.
 
 - default: compiles the module with XLA for the first devices of this machine (as many as its partitions;
   virtual CPU devices where it has fewer) and prints the communication report of the partitioned program;
@@ -15,6 +16,9 @@
   and prints its communication and memory per device (a program that does not fit: the memory report, exit 1);
 - ``--hardware PROFILE``: adds each collective's and the step's modelled time on that hardware (by default a
   TPU target's own; docs/performance_model.md);
+- ``--autoshard`` (with ``--target``): searches the mesh and the shardings of the module's open arguments for the
+  target (``sk.autoshard``, docs/autoshard.md) and prints the plan and its table of candidates (``--explain``:
+  why the winner beats the runner-up; ``--image``: the table as a picture);
 - ``--json``: the same as JSON; ``--image``: also draws the report (needs ``shardkit[viz]``).
 
 Groups are named by the module's ``sdy.mesh`` (logical order, ``device_ids`` respected); ``--mesh`` names them
@@ -53,6 +57,9 @@ def _arg_parser() -> argparse.ArgumentParser:
     parser.add_argument("--diff", action="store_true", help="compare two programs: INPUT is A.mlir B.mlir")
     parser.add_argument("--target", metavar="MACHINE", help="compile for this machine: tpu-v5e:16x16, cpu:256, ...")
     parser.add_argument("--hardware", metavar="PROFILE", help="add the modelled time on this hardware profile")
+    parser.add_argument(
+        "--autoshard", action="store_true", help="search the open arguments' shardings for --target (docs/autoshard.md)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--image", "--png", metavar="PATH", help="also draw the report (.png or .svg)")
     return parser
@@ -87,6 +94,10 @@ class ReportMain(ToolMain):
             return self.error("--target and --hardware compile the module; they do not apply to --plan or --table")
         if args.target and args.mesh:
             return self.error("--mesh names groups on this machine's devices; with --target the module's mesh does")
+        if args.autoshard and not args.target:
+            return self.error("--autoshard searches for a machine: give --target, e.g. --target tpu-v5e:4x4")
+        if args.autoshard and (args.plan or args.table or args.diff or args.mesh):
+            return self.error("--autoshard makes its own plan; --plan, --table, --diff and --mesh do not apply to it")
         modules = []
         for path in args.input:
             loaded = self.load(path)
@@ -96,7 +107,10 @@ class ReportMain(ToolMain):
         from shardkit.inspect import OutOfMemoryError
 
         try:
-            out = self.diff(*modules) if args.diff else self.report(*modules[0])
+            if args.autoshard:
+                out = self.autoshard(*modules[0])
+            else:
+                out = self.diff(*modules) if args.diff else self.report(*modules[0])
         except OutOfMemoryError as e:
             return self.does_not_fit(e.report, args.json)
         except (ValueError, TypeError, ImportError) as e:
@@ -122,6 +136,25 @@ class ReportMain(ToolMain):
         for diag in found:
             self.stderr.write(f"{diag}\n")
         return 1 if module is None else (module, name)
+
+    def autoshard(self, module: ir.Module, name: str) -> str:
+        """The plan ``sk.autoshard`` makes of the module for ``--target``: its summary and table of candidates."""
+        from shardkit.autoshard.api import autoshard_module
+
+        args = self.args
+        plan = autoshard_module(module, target=args.target, hardware=args.hardware)
+        table = plan.table()
+        if args.image:
+            table.save_image(args.image)
+        if args.json:
+            views = {"table": table.to_dict()}
+            if args.explain:
+                views["explanation"] = plan.explain().to_dict()
+            import json
+
+            return json.dumps(views, indent=2) + "\n"
+        out = str(plan) + "\n" + str(table)
+        return out + ("\n" + str(plan.explain()) if args.explain else "")
 
     def communication(self, module: ir.Module, name: str) -> Any:
         """XLA's report of the module compiled for this machine, or with ``--plan`` Shardy's plan."""

@@ -1,0 +1,228 @@
+"""``sk.autoshard`` against four hand layouts, on the programs and targets of its issue (target: the plan's
+modelled step at most 1.05x the best hand layout that fits; a 256-chip search under 60 s on 2 cores).
+
+For each case, each hand layout is written the way its reference writes it and compiled for the target; its
+modelled step is XLA's program timed by shardkit's time model (``compiled.communication().time(hardware,
+cost=compiled.cost_analysis())``) and its memory is XLA's (``compiled.memory()``, against the chip's HBM). The plan
+is ``sk.autoshard(step, *args, target=...)`` (its chosen layout compiled the same way by the search itself); its
+wall time is the whole search: lowering, estimates, compiles.
+
+- data parallel: the batch over a 1-D mesh, everything else replicated;
+- FSDP (ZeRO-3): parameters and optimizer state over the same axis on their largest dimension it divides, the
+  batch over it;
+- Megatron tensor parallel: on a ('data', 'model') mesh, the batch over 'data', heads / MLP hidden / vocabulary
+  over 'model' as ``examples/gpt_train_step.py`` (``examples/mlp_2d.py``) writes it;
+- FSDP x tensor parallel: the same 2-D mesh, each parameter's tensor-parallel sharding plus 'data' on its
+  largest other dimension.
+
+Run: .venv/bin/python benchmarks/bench_autoshard.py [CASE ...]   (cases: gpt-v5e, gpt-v5p, mlp-v5e, gpt1b-v5e: a
+1.3B-parameter GPT that data parallelism cannot fit; default all)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+
+import gpt_train_step as gpt  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import mlp_2d as mlp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import shardkit as sk  # noqa: E402
+from shardkit import P  # noqa: E402
+from shardkit.executor import targets  # noqa: E402
+from shardkit.inspect import OutOfMemoryError, hardware  # noqa: E402
+
+GPT2_SMALL = gpt.params(vocab=50304, seq=1024, dim=768, ff=3072, layers=12)
+GPT_1B = gpt.params(vocab=50304, seq=1024, dim=2048, ff=8192, layers=24)  # 1.3B parameters: 21 GB with Adam
+
+
+def mlp_step(p, x, y):
+    """The training step of ``examples/mlp_2d.py`` without its sharding constraint (the layout is the plan's)."""
+
+    def loss(p, x, y):
+        return jnp.mean((mlp.layer(x, p["w1"]) @ p["w2"] - y) ** 2)
+
+    value, grads = jax.value_and_grad(loss)(p, x, y)
+    return {k: p[k] - 0.2 * grads[k] for k in p}, grads, value
+
+
+MLP_SHAPES = {"w1": (16, 32), "w2": (32, 1)}
+MLP_TP = {"w1": P(None, "model"), "w2": P("model", None)}  # mlp_2d's: hidden units over its second axis
+
+
+def largest_dim(shape, size, taken=()):
+    """The largest dimension of ``shape`` that ``size`` divides and ``taken`` does not hold, or None."""
+    dims = [d for d in range(len(shape)) if d not in taken and shape[d] % size == 0 and shape[d] >= size]
+    return max(dims, key=lambda d: shape[d]) if dims else None
+
+
+def fsdp_spec(shape, size, axis="data", base=None):
+    """``base`` (a PartitionSpec, default replicated) plus ``axis`` on the largest other dimension it divides."""
+    entries = list(base) + [None] * (len(shape) - len(base)) if base is not None else [None] * len(shape)
+    taken = [d for d, e in enumerate(entries) if e is not None]
+    d = largest_dim(shape, size, taken)
+    if d is not None:
+        entries[d] = axis
+    return P(*entries)
+
+
+def gpt_case(mesh_shape, names, param_spec, batch, sizes=GPT2_SMALL):
+    """(jitted step, argument structs) of the GPT step with ``param_spec(name, shape, megatron_spec)``."""
+    mesh = sk.AbstractMesh(mesh_shape, names)
+    named = {k: sk.NamedSharding(mesh, param_spec(k, shape, spec)) for k, (shape, spec) in sizes.items()}
+    batched = sk.NamedSharding(mesh, P("data", None))
+    scalar = sk.NamedSharding(mesh, P())
+    state = {k: sk.ShapeDtypeStruct(shape, np.float32, sharding=named[k]) for k, (shape, _) in sizes.items()}
+    tokens = sk.ShapeDtypeStruct((batch, sizes["wpe"][0][0]), np.int32, sharding=batched)
+    args = (state, state, state, sk.ShapeDtypeStruct((), np.float32, sharding=scalar), tokens, tokens)
+    step = sk.jit(
+        gpt.train_step,
+        in_shardings=(named, named, named, scalar, batched, batched),
+        out_shardings=(named, named, named, scalar, scalar),
+        donate_argnums=(0, 1, 2),
+    )
+    return step, args
+
+
+def gpt_hand(devices, model, batch, sizes=GPT2_SMALL):
+    data = devices // model
+    return {
+        "data parallel": gpt_case((devices,), ("data",), lambda k, s, spec: P(), batch, sizes),
+        "FSDP": gpt_case((devices,), ("data",), lambda k, s, spec: fsdp_spec(s, devices), batch, sizes),
+        "Megatron TP": gpt_case((data, model), ("data", "model"), lambda k, s, spec: spec, batch, sizes),
+        "FSDP x TP": gpt_case(
+            (data, model), ("data", "model"), lambda k, s, spec: fsdp_spec(s, data, base=spec), batch, sizes
+        ),
+    }
+
+
+def gpt_plan_args(batch, sizes=GPT2_SMALL):
+    state = {k: sk.ShapeDtypeStruct(shape, np.float32) for k, (shape, _) in sizes.items()}
+    tokens = sk.ShapeDtypeStruct((batch, sizes["wpe"][0][0]), np.int32)
+    return (state, state, state, sk.ShapeDtypeStruct((), np.float32), tokens, tokens)
+
+
+def mlp_case(mesh_shape, names, param_spec, constrained=False):
+    mesh = sk.AbstractMesh(mesh_shape, names)
+    if constrained:  # mlp_2d as it is written: its build, its constraint on the hidden activations
+        train, params_sharding, data = mlp.build(mesh)
+        return train, mlp.arguments(params_sharding, data)
+    params = {k: sk.NamedSharding(mesh, param_spec(k, s)) for k, s in MLP_SHAPES.items()}
+    data = sk.NamedSharding(mesh, P(names[0], None))
+    args = (
+        {k: sk.ShapeDtypeStruct(s, np.float32, sharding=params[k]) for k, s in MLP_SHAPES.items()},
+        sk.ShapeDtypeStruct((64, 16), np.float32, sharding=data),
+        sk.ShapeDtypeStruct((64, 1), np.float32, sharding=data),
+    )
+    step = sk.jit(
+        mlp_step,
+        in_shardings=(params, data, data),
+        out_shardings=(params, params, sk.NamedSharding(mesh, P())),
+        donate_argnums=0,
+    )
+    return step, args
+
+
+def mlp_hand(devices, model):
+    data = devices // model
+    tp = {k: P(*[("model" if e == "model" else e) for e in spec]) for k, spec in MLP_TP.items()}
+    return {
+        "data parallel": mlp_case((devices,), ("data",), lambda k, s: P()),
+        "FSDP": mlp_case((devices,), ("data",), lambda k, s: fsdp_spec(s, devices)),
+        "Megatron TP": mlp_case((data, model), ("x", "y"), None, constrained=True),
+        "FSDP x TP": mlp_case((data, model), ("data", "model"), lambda k, s: fsdp_spec(s, data, base=tp[k])),
+    }
+
+
+def mlp_plan_args():
+    return (
+        {k: sk.ShapeDtypeStruct(s, np.float32) for k, s in MLP_SHAPES.items()},
+        sk.ShapeDtypeStruct((64, 16), np.float32),
+        sk.ShapeDtypeStruct((64, 1), np.float32),
+    )
+
+
+CASES = {  # name -> (target, hand layouts, (function, args, donate))
+    "gpt-v5e": (
+        "tpu-v5e:16x16",
+        lambda: gpt_hand(256, 16, 256),
+        lambda: (gpt.train_step, gpt_plan_args(256), (0, 1, 2)),
+    ),
+    "gpt-v5p": (
+        "tpu-v5p:8x16x16",
+        lambda: gpt_hand(2048, 16, 2048),
+        lambda: (gpt.train_step, gpt_plan_args(2048), (0, 1, 2)),
+    ),
+    "mlp-v5e": ("tpu-v5e:4x4", lambda: mlp_hand(16, 4), lambda: (mlp_step, mlp_plan_args(), (0,))),
+    "gpt1b-v5e": (  # too large for data parallelism on 16 GiB chips
+        "tpu-v5e:16x16",
+        lambda: gpt_hand(256, 16, 256, GPT_1B),
+        lambda: (gpt.train_step, gpt_plan_args(256, GPT_1B), (0, 1, 2)),
+    ),
+}
+
+
+def timed(compiled, profile):
+    step = compiled.communication().time(profile, cost=compiled.cost_analysis())
+    memory = compiled.memory()
+    return step.step, memory.total, memory.fits
+
+
+def run(name: str) -> None:
+    target, hand, plan_of = CASES[name]
+    profile = hardware(targets.profile_name(target))
+    targets.target(target)  # libtpu's devices once, outside the timing
+    print(f"\n{name}: {target} ({profile.name}, {profile.hbm_bytes / 2**30:.0f} GiB HBM per chip)")
+    results = {}
+    for label, (step, args) in hand().items():
+        start = time.perf_counter()
+        try:
+            seconds, memory, fits = timed(step.lower(*args).compile(target=target), profile)
+        except OutOfMemoryError:
+            seconds, memory, fits = None, None, False
+        results[label] = (seconds, memory, fits)
+        took = time.perf_counter() - start
+        shown = "XLA refused it: does not fit HBM" if seconds is None else f"{seconds * 1e3:9.3f} ms"
+        extra = "" if seconds is None else f"  {memory / 2**30:6.2f} GiB {'fits' if fits else 'DOES NOT FIT'}"
+        print(f"  {label:<14} {shown}{extra}  (compiled in {took:.1f} s)")
+    fun, args, donate = plan_of()
+    sk.clear_caches()
+    start = time.perf_counter()
+    plan = sk.autoshard(fun, *args, target=target, donate_argnums=donate)
+    wall = time.perf_counter() - start
+    confirmed = plan.confirmed.get(plan.chosen.key)
+    fits = confirmed.fits if confirmed is not None else None
+    print(
+        f"  {'autoshard':<14} {plan.step_time * 1e3:9.3f} ms  {plan.memory_per_device / 2**30:6.2f} GiB "
+        f"{'fits' if fits else 'DOES NOT FIT'}  (search {wall:.1f} s: {plan.evaluations} Shardy plans, "
+        f"{len(plan.confirmed)} compiles)"
+    )
+    print(f"    mesh {plan.chosen.mesh}: {plan.table().rows()[plan.candidates.index(plan.chosen)]['summary']}")
+    fitting = [s for s, _, f in results.values() if s is not None and f]
+    if fitting:
+        best = min(fitting)
+        label = min((k for k, v in results.items() if v[0] == best))
+        ratio = plan.step_time / best
+        verdict = "met" if ratio <= 1.05 else "NOT met"
+        print(f"  plan / best hand layout ({label}): {ratio:.3f} (target <= 1.05: {verdict})")
+    else:
+        print("  no hand layout fits HBM; the plan " + ("fits" if fits else "does not fit either"))
+    print(plan.table())
+
+
+def main() -> None:
+    names = sys.argv[1:] or list(CASES)
+    print(f"{jax.devices()[0].platform} x{len(jax.devices())}, {os.cpu_count()} cores")
+    for name in names:
+        run(name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""The program a search lays out: one module lowered once, and the candidates written into copies of it.
+
+The function is traced and lowered once, without choosing anything: the leaves the user gave a sharding keep
+it, every other argument has none (Shardy reads that as fully open) and the results are open. A candidate is
+that module with a mesh declared (unless the program has its own) and the free arguments' ``sdy.sharding``
+written (``instance``): a bytecode copy and a few attributes, no tracing. A module from a file
+(``from_module``) is searched the same way: its arguments without a sharding, or with every dimension open
+(``{?}``), are free.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import io
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jaxlib.mlir import ir
+
+from shardkit.autoshard.space import Choice, Group, Leaf, MeshShape, Spec, group_leaves
+from shardkit.dialects import copy_module, dtypes, irx
+from shardkit.dialects.sdy import SdyDim, SdyMesh, SdyTensorSharding
+
+MESH = "mesh"  # the symbol a searched mesh is declared as
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Program:
+    """A module and what the search may choose in it.
+
+    Attributes:
+        module: the lowered module (shared: ``instance`` copies it).
+        leaves: one per argument of ``@main``.
+        groups: the free leaves' sharding decisions.
+        results: per result of ``@main``, its path (``jax.result_info``) and shape.
+        mesh: the mesh the program fixes (a sharding the user gave, or a constraint in the body names it), with
+            its symbol; None when the search chooses the mesh.
+        donated: per argument, whether the program may reuse its buffer.
+    """
+
+    module: ir.Module
+    leaves: tuple[Leaf, ...]
+    groups: tuple[Group, ...]
+    results: tuple[tuple[str, tuple[int, ...]], ...]
+    mesh: tuple[str, SdyMesh] | None
+    donated: tuple[bool, ...]
+
+    def __reduce__(self) -> tuple:  # to a worker process: the module as bytecode
+        data = io.BytesIO()
+        self.module.operation.write_bytecode(data)
+        return _rebuild, (data.getvalue(), self.leaves, self.groups, self.results, self.mesh, self.donated)
+
+    @property
+    def free_bytes(self) -> int:
+        return sum(g.nbytes for g in self.groups)
+
+    def instance(self, mesh: MeshShape, layout: Sequence[Choice | None]) -> ir.Module:
+        """A copy of the module on ``mesh`` with each group's leaves sharded as ``layout`` says (None: open)."""
+        module = copy_module(self.module)
+        name = self.mesh[0] if self.mesh is not None else MESH
+        with module.context, ir.Location.unknown():
+            if self.mesh is None:
+                _declare(module, name, SdyMesh(mesh.axes))
+            module.operation.attributes[irx.NUM_PARTITIONS] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(32), mesh.size
+            )
+            main = ir.SymbolTable(module.operation)["main"]
+            attrs = irx.value_attrs(main, "arg")
+            for leaf in self.leaves:
+                if leaf.group is None:
+                    continue
+                choice = layout[leaf.group]
+                if choice is None:
+                    attrs[leaf.index].pop(irx.SDY_SHARDING, None)
+                else:
+                    attrs[leaf.index][irx.SDY_SHARDING] = sharding_attr(name, choice.spec, choice.storage)
+            irx.set_value_attrs(main, "arg", attrs)
+        return module
+
+
+def _rebuild(data: bytes, *fields: Any) -> Program:
+    from shardkit.dialects import context
+
+    return Program(ir.Module.parse(data, context()), *fields)
+
+
+def sharding_attr(mesh_name: str, spec: Spec, storage: bool = False) -> ir.Attribute:
+    """``#sdy.sharding<@mesh, [{"x"}, {}]>`` for a spec (every dimension closed); a storage sharding's sharded
+    dimensions at priority 1 (``{"x"}p1``)."""
+    priority = 1 if storage else None
+    dims = tuple(SdyDim(tuple(axes), priority=priority if axes else None) for axes in spec)
+    return SdyTensorSharding(mesh_name, dims).build()
+
+
+def _declare(module: ir.Module, name: str, mesh: SdyMesh) -> None:
+    from jaxlib.mlir.dialects import sdy
+
+    for op in list(irx.mesh_ops(module)):
+        if irx.symbol_name(op) == name:
+            op.erase()
+    with ir.InsertionPoint.at_block_begin(module.body):
+        sdy.MeshOp(name, mesh.build())
+
+
+def from_function(fun: Callable, args: Sequence[Any], donate_argnums: Sequence[int]) -> tuple[Program, Any]:
+    """The program of ``fun(*args)`` lowered once (module docstring), and the ``Lowered`` it came from."""
+    import jax
+
+    from shardkit.stages import jit
+
+    lowered = jit(fun, donate_argnums=tuple(donate_argnums)).lower(*args)
+    module = lowered.compiler_ir()
+    avals, _ = lowered.in_avals
+    flat, _ = jax.tree_util.tree_flatten_with_path(avals)
+    given = [_given(x) for x in jax.tree_util.tree_leaves(tuple(args))]
+    names = _parameter_names(fun, len(avals))
+    paths, keys = [], []
+    for path, _ in flat:
+        head, rest = path[0].idx, path[1:]
+        paths.append(names[head] + jax.tree_util.keystr(rest))
+        keys.append(jax.tree_util.keystr(rest) if rest else None)
+    main = ir.SymbolTable(module.operation)["main"]
+    if len(irx.value_types(main, "arg")) != len(flat):
+        raise ValueError(
+            f"autoshard: {getattr(fun, '__name__', 'the function')} lowers to {len(irx.value_types(main, 'arg'))} "
+            f"arguments for {len(flat)} array leaves (ordered side effects add tokens); it cannot be searched."
+        )
+    if len(given) != len(flat):
+        given = [False] * len(flat)
+    return _program(module, paths, keys, given), lowered
+
+
+def _given(leaf: Any) -> bool:
+    """Whether an argument leaf arrives with a sharding the user chose: one over a mesh (an Array or
+    ShapeDtypeStruct on a NamedSharding, or any sharding over more than one device); numpy values, Python scalars
+    and arrays on one device are free."""
+    sharding = getattr(leaf, "sharding", None)
+    if sharding is None:
+        return False
+    if getattr(sharding, "mesh", None) is not None:
+        return True
+    try:
+        return len(sharding.device_set) > 1
+    except (AttributeError, TypeError):
+        return False
+
+
+def from_module(module: ir.Module) -> Program:
+    """The program of a module whose free arguments have no sharding, or only open dimensions."""
+    table = ir.SymbolTable(module.operation)
+    if "main" not in table:
+        raise ValueError("the module has no function @main to lay out")
+    main = table["main"]
+    fixed = []
+    for attrs in irx.value_attrs(main, "arg"):
+        attr = attrs.get(irx.SDY_SHARDING)
+        if attr is None:
+            fixed.append(False)
+            continue
+        sharding = SdyTensorSharding.from_attr(attr)
+        fixed.append(not (all(d.is_open and not d.axes for d in sharding.dims) and not sharding.replicated))
+    module = copy_module(module)
+    main = ir.SymbolTable(module.operation)["main"]
+    attrs = irx.value_attrs(main, "arg")
+    with module.context:
+        for a, keep in zip(attrs, fixed):
+            if not keep:
+                a.pop(irx.SDY_SHARDING, None)
+        irx.set_value_attrs(main, "arg", attrs)
+    n = len(attrs)
+    return _program(module, [f"arg{i}" for i in range(n)], [None] * n, fixed)
+
+
+def _program(module: ir.Module, paths: Sequence[str], keys: Sequence[str | None], fixed: Sequence[bool]) -> Program:
+    if not irx.uses_shardy(module):
+        raise ValueError("the module is in the GSPMD form (mhlo.sharding); autoshard searches Shardy modules")
+    main = ir.SymbolTable(module.operation)["main"]
+    types = irx.value_types(main, "arg")
+    arg_attrs = irx.value_attrs(main, "arg")
+    meshes = {n: m for n, m in irx.meshes(module).items() if m.axes}
+    if len(set(meshes.values())) > 1:
+        listed = ", ".join(f"@{n} = {m.body}" for n, m in meshes.items())
+        raise ValueError(f"the program names more than one mesh ({listed}); autoshard lays out programs on one mesh")
+    mesh = next(iter(meshes.items()), None)
+    leaves, tie = [], []
+    for i, (t, attrs, path, key, keep) in enumerate(zip(types, arg_attrs, paths, keys, fixed)):
+        shape = irx.shape(t)
+        dtype, itemsize = element_type(t)
+        spec = None
+        if keep:
+            sharding = SdyTensorSharding.from_attr(attrs[irx.SDY_SHARDING])
+            spec = tuple(tuple(a.name for a in d.axes) for d in sharding.dims)
+        leaves.append(Leaf(i, path, shape, dtype, itemsize, spec))
+        tie.append(None if key is None else (key, shape, dtype))
+    leaves, groups = group_leaves(leaves, tie)
+    results = []
+    for t, attrs in zip(irx.value_types(main, "res"), irx.value_attrs(main, "res")):
+        info = attrs.get("jax.result_info")
+        path = ir.StringAttr(info).value if info is not None else f"result{len(results)}"
+        results.append((path, irx.shape(t)))
+    donated = tuple("jax.buffer_donor" in a or "tf.aliasing_output" in a for a in arg_attrs)
+    return Program(module, tuple(leaves), tuple(groups), tuple(results), mesh, donated)
+
+
+def _parameter_names(fun: Callable, count: int) -> list[str]:
+    """The names of ``fun``'s first ``count`` positional parameters (``args[i]`` where it has none)."""
+    names = [f"args[{i}]" for i in range(count)]
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return names
+    for i, p in enumerate(params[:count]):
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names[i] = p.name
+        else:
+            break
+    return names
+
+
+def element_type(type_: ir.Type) -> tuple[str, float]:
+    """(numpy's name, bytes per element) of a tensor type's elements (a token or unknown type: its text, 0)."""
+    if not isinstance(type_, ir.RankedTensorType):
+        return str(type_), 0.0
+    element = dtypes.BY_MLIR.get(str(type_.element_type))
+    return (str(type_.element_type), 0.0) if element is None else (element.numpy, element.bits / 8)
+
+
+def with_priorities(module: ir.Module, stored: Sequence[int]) -> ir.Module:
+    """``module`` (edited in place and returned) with the sharded dimensions of the arguments ``stored`` at
+    Shardy priority 1: held split, gathered where used."""
+    main = ir.SymbolTable(module.operation)["main"]
+    attrs = irx.value_attrs(main, "arg")
+    with module.context:
+        for i in stored:
+            attr = attrs[i].get(irx.SDY_SHARDING)
+            if attr is None:
+                continue
+            sharding = SdyTensorSharding.from_attr(attr)
+            dims = tuple(dataclasses.replace(d, priority=1) if d.axes else d for d in sharding.dims)
+            attrs[i][irx.SDY_SHARDING] = dataclasses.replace(sharding, dims=dims).build()
+        irx.set_value_attrs(main, "arg", attrs)
+    return module
+
+
+def written(program: Program, candidate: Any) -> ir.Module:
+    """The program's module with a candidate written in: its mesh, every free argument's sharding (a stored one
+    at priority 1, an open one as Shardy chose it) and every result's sharding as Shardy chose it."""
+    layout = []
+    for g, choice in enumerate(candidate.layout):
+        if choice is None:  # what propagation gave the group's first leaf
+            leaf = next(x for x in program.leaves if x.group == g)
+            spec = candidate.reading.in_specs[leaf.index]
+            choice = Choice(spec if spec is not None else tuple(() for _ in program.groups[g].shape))
+        layout.append(choice)
+    module = program.instance(candidate.mesh, layout)
+    name = program.mesh[0] if program.mesh is not None else MESH
+    main = ir.SymbolTable(module.operation)["main"]
+    results = irx.value_attrs(main, "res")
+    with module.context:
+        for attrs, spec in zip(results, candidate.reading.out_specs):
+            if spec is not None:
+                attrs[irx.SDY_SHARDING] = sharding_attr(name, spec)
+        irx.set_value_attrs(main, "res", results)
+    return module

@@ -1,0 +1,362 @@
+"""``sk.autoshard``: plans run and compute what the unsharded program computes, keep the shardings the user gave,
+lay out functions that have no parameters or batch, choose a mesh for the target, and report; the
+``auto-partition`` pass and ``shardkit-report --autoshard`` do the same for a module; bad input is a named error.
+
+Plans are made for ``cpu:8`` (the 8 virtual devices of ``conftest.py`` run them) and for a small TPU slice
+(``tpu-v5e:2x4``, compile-only); the models are small so that the whole file runs in well under a minute.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import shardkit as sk
+from shardkit import P
+from shardkit.autoshard import PlannedJit, api, space, workers
+
+RNG = np.random.default_rng(0)
+
+
+def normal(*shape):
+    return RNG.normal(size=shape).astype(np.float32)
+
+
+def chained(x, w1, w2):
+    return jnp.tanh(x @ w1) @ w2
+
+
+def adam_step(params, m, v, x, y):
+    """A small training step: an MLP's loss, its gradients, Adam's moments (params/m/v trees, tied)."""
+
+    def loss(p):
+        return jnp.mean((jnp.tanh(x @ p["w1"]) @ p["w2"] - y) ** 2)
+
+    value, grads = jax.value_and_grad(loss)(params)
+    m = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
+    v = jax.tree.map(lambda v, g: 0.99 * v + 0.01 * g * g, v, grads)
+    params = jax.tree.map(lambda p, m, v: p - 1e-2 * m / (jnp.sqrt(v) + 1e-8), params, m, v)
+    return params, m, v, value
+
+
+@pytest.fixture(scope="module")
+def adam():
+    params = {"w1": normal(32, 64), "w2": normal(64, 8)}
+    zeros = jax.tree.map(np.zeros_like, params)
+    args = (params, zeros, jax.tree.map(lambda a: a + 1.0, zeros), normal(64, 32), normal(64, 8))
+    plan = sk.autoshard(adam_step, *args, target="cpu:8", confirm=1)
+    return plan, args
+
+
+def placed(plan, args):
+    """The arguments put where the plan's jit expects them (on this process's 8 devices)."""
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    shardings = jax.tree_util.tree_leaves(plan.in_shardings)
+    mesh = sk.make_mesh(plan.mesh.axis_sizes, plan.mesh.axis_names) if isinstance(plan.mesh, sk.AbstractMesh) else None
+    out = []
+    for a, s in zip(leaves, shardings):
+        if mesh is not None:
+            s = sk.NamedSharding(mesh, s.spec)
+        out.append(sk.device_put(np.asarray(a), s))
+    return jax.tree_util.tree_unflatten(tree, out)
+
+
+# -- plans run and equal the unsharded program -------------------------------------------------------------------
+
+
+def test_a_training_step_runs_and_equals_the_unsharded_program(adam):
+    plan, args = adam
+    assert plan.mesh.size == 8
+    got = plan.jit()(*placed(plan, args))
+    want = jax.jit(adam_step)(*args)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=2e-5)
+    assert plan.step_time > 0 and plan.memory_per_device > 0
+    assert plan.table().to_dict()["candidates"][0]["chosen"] in (True, False)  # every candidate is listed
+
+
+def test_parameters_and_their_optimizer_state_take_one_decision(adam):
+    plan, _ = adam
+    names = [g.name for g in plan.program.groups]
+    assert "params['w1'] (+2 tied)" in names and "params['w2'] (+2 tied)" in names
+    shardings = plan.in_shardings
+    for key in ("w1", "w2"):
+        assert shardings[0][key].spec == shardings[1][key].spec == shardings[2][key].spec
+
+
+def test_functions_without_parameters_or_batch():
+    x, w1, w2 = normal(64, 128), normal(128, 256), normal(256, 32)
+    plan = sk.autoshard(chained, x, w1, w2, target="cpu:8", confirm=1)
+    got = plan.jit()(*placed(plan, (x, w1, w2)))
+    np.testing.assert_allclose(np.asarray(got), np.tanh(x @ w1) @ w2, rtol=1e-4, atol=1e-4)
+
+    def spread(a):  # a reduction and a normalisation
+        return (a - a.mean(axis=0)) / (a.std(axis=0) + 1.0), a.sum()
+
+    a = normal(256, 64)
+    plan = sk.autoshard(spread, a, target="cpu:8", confirm=0, workers=0)
+    got, total = plan.jit()(*placed(plan, (a,)))
+    np.testing.assert_allclose(np.asarray(got), (a - a.mean(0)) / (a.std(0) + 1.0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(float(total), a.sum(), rtol=1e-4)
+
+
+def test_a_mesh_is_searched_among_the_factorisations_of_the_device_count():
+    assert [str(m) for m in space.mesh_shapes(8)] == ["x=8", "x=2 y=4", "x=4 y=2", "x=2 y=2 z=2"]
+    assert len(space.mesh_shapes(256)) == 29 and [str(m) for m in space.mesh_shapes(7)] == ["x=7"]
+    x = normal(512, 64)
+    plan = sk.autoshard(lambda a: jnp.sin(a) @ a.T, x, target="cpu:8", confirm=0, workers=0)
+    meshes = {str(c.mesh) for c in plan.candidates}
+    assert {"x=8", "x=2 y=4", "x=4 y=2"} <= meshes  # the one-axis layout priced on every mesh
+
+
+# -- the user's shardings --------------------------------------------------------------------------------------
+
+
+def test_a_sharding_the_user_gives_is_kept_and_names_the_mesh():
+    mesh = sk.make_mesh((4, 2), ("a", "b"))
+    given = sk.NamedSharding(mesh, P("a", None))
+    x = sk.device_put(normal(64, 128), given)
+    w1, w2 = normal(128, 64), normal(64, 16)
+    plan = sk.autoshard(chained, x, w1, w2, target="cpu:8", confirm=1)
+    assert plan.mesh is mesh and plan.in_shardings[0] is given
+    assert {str(c.mesh) for c in plan.candidates} == {"a=4 b=2"}
+    got = plan.jit()(x, *[sk.device_put(a, s) for a, s in zip((w1, w2), plan.in_shardings[1:])])
+    np.testing.assert_allclose(np.asarray(got), chained(np.asarray(x), w1, w2), rtol=1e-4, atol=1e-4)
+
+
+def test_an_input_sharded_on_its_features_is_computed_on_where_it_is():
+    """Gathering x (32 MiB) costs more than reducing the small product: the weight is split the same way and the
+    partial products are summed, x never moves."""
+    mesh = sk.make_mesh((8,), ("x",))
+    xv, wv = normal(256, 32768), normal(32768, 16)
+    x = sk.device_put(xv, sk.NamedSharding(mesh, P(None, "x")))
+    plan = sk.autoshard(lambda a, b: a @ b, x, wv, target="cpu:8", confirm=0, workers=0)
+    assert plan.in_shardings[1].spec == P("x", None)
+    kinds = [c.kind for c in plan.chosen.reading.collectives]
+    assert kinds == ["all-reduce"]  # of the (256, 16) product; no all-gather of x
+    got = plan.jit()(x, sk.device_put(wv, plan.in_shardings[1]))
+    np.testing.assert_allclose(np.asarray(got), xv @ wv, rtol=1e-3, atol=1e-2)
+
+
+def test_a_layout_that_does_not_fit_loses_to_one_that_does():
+    """Replicated, the weight alone (4 MiB) is over the limit: the plan splits it, and still computes the same."""
+    w, x = normal(1024, 1024), normal(64, 1024)
+    f = lambda w, x: jnp.tanh(x @ w).sum(axis=0)  # noqa: E731
+    free = sk.autoshard(f, w, x, target="cpu:8", confirm=0, workers=0)
+    limit = 2 << 20
+    plan = sk.autoshard(f, w, x, target="cpu:8", memory_limit=limit, confirm=0, workers=0)
+    assert plan.memory_per_device <= limit < free.memory_per_device or free.memory_per_device <= limit
+    assert any(plan.in_shardings[0].spec)  # the weight is split
+    got = plan.jit()(*placed(plan, (w, x)))
+    np.testing.assert_allclose(np.asarray(got), np.tanh(x @ w).sum(0), rtol=1e-4, atol=1e-3)
+
+
+def test_a_plan_that_stores_an_argument_runs_and_lowers_with_its_priority(adam):
+    """A storage sharding (priority 1) is no in_sharding: ``jit()`` is a PlannedJit that writes it, and its
+    program computes what the unsharded one does; for a TPU slice the lowering holds it too."""
+    plan, args = adam
+    stored = next(c for c in plan.candidates if any(x is not None and x.storage and any(x.spec) for x in c.layout))
+    chosen, plan.chosen = plan.chosen, stored
+    try:
+        assert plan.constraints and all(c.kind == "stored" for c in plan.constraints)
+        step = plan.jit()
+        assert isinstance(step, PlannedJit)
+        assert "}p1" in step.lower(*placed(plan, args)).as_text()
+        got = step(*placed(plan, args))
+        want = jax.jit(adam_step)(*args)
+        for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=2e-5)
+    finally:
+        plan.chosen = chosen
+
+
+# -- for a TPU slice ------------------------------------------------------------------------------------------
+
+
+def test_a_plan_for_a_tpu_slice_is_confirmed_by_compiling_it(tmp_path):
+    x, w1, w2 = normal(1024, 512), normal(512, 2048), normal(2048, 512)
+    plan = sk.autoshard(chained, x, w1, w2, target="tpu-v5e:2x4", confirm=2)
+    assert plan.target == "tpu-v5e:2x4" and plan.hardware == "tpu-v5e"
+    confirmed = plan.confirmed[plan.chosen.key]
+    assert confirmed.fits and confirmed.step == plan.step_time and confirmed.peak == plan.memory_per_device
+    assert plan.memory_limit == 16 * 2**30  # the chip's HBM
+    compiled = plan.lower().compile(target=plan.target)
+    assert compiled.memory().fits
+    text = str(plan.table())
+    assert "autoshard for tpu-v5e:2x4 on tpu-v5e" in text and "* chosen" in text
+    rows = json.loads(plan.table().to_json())["candidates"]
+    assert sum(r["chosen"] for r in rows) == 1 and any(r["xla"] for r in rows)
+    plan.table().save_image(tmp_path / "table.png")
+    assert (tmp_path / "table.png").read_bytes()[:4] == b"\x89PNG"
+    stored = next(c for c in plan.candidates if any(x is not None and x.storage and any(x.spec) for x in c.layout))
+    plan.chosen = stored  # a storage sharding on the slice's compile-only devices
+    assert plan.lower().compile(target=plan.target).memory().fits
+
+
+# -- reports ------------------------------------------------------------------------------------------------
+
+
+def test_plan_reports(adam, tmp_path):
+    plan, args = adam
+    text = str(plan)
+    assert text.startswith("Plan for cpu:8 (8 devices, timed on h100): mesh ")
+    assert "Shardy plans" in text
+    lowered = plan.lower()
+    assert "sdy.mesh" in lowered.as_text()
+    why = plan.explain()
+    assert str(why).startswith("The plan (mesh ")
+    if why.runner_up is not None:
+        assert "beats the runner-up" in str(why)
+        data = json.loads(why.to_json())
+        assert data["winner"]["layout"] and data["runner_up"]["layout"]
+    table = plan.table()
+    assert len(str(table).splitlines()) <= 2 + 20
+    assert len(table.rows()) == len(plan.candidates)
+
+
+def test_a_storage_sharding_is_written_at_priority_one():
+    """A layout that stores an argument (split, gathered where used) runs; its lowering says priority 1."""
+    program = api.from_function(
+        adam_step,
+        (
+            {"w1": normal(32, 64), "w2": normal(64, 8)},
+            {"w1": normal(32, 64), "w2": normal(64, 8)},
+            {"w1": normal(32, 64), "w2": normal(64, 8)},
+            normal(64, 32),
+            normal(64, 8),
+        ),
+        (),
+    )[0]
+    mesh = space.MeshShape(("x",), (8,))
+    layout = []
+    for g in program.groups:
+        if g.name.startswith("params['w1']"):
+            layout.append(space.Choice((("x",), ()), storage=True))
+        elif g.name.startswith("x"):
+            layout.append(space.Choice((("x",), ())))
+        else:
+            layout.append(None)
+    text = program.instance(mesh, tuple(layout)).operation.get_asm()
+    assert '[{"x"}p1, {}]' in text
+
+
+def test_the_auto_partition_pass_and_the_report_flag(tmp_path):
+    from shardkit.tools.opt import OptMain
+    from shardkit.tools.report import ReportMain
+
+    module = sk.jit(chained).lower(normal(64, 32), normal(32, 128), normal(128, 16)).as_text()
+    path = tmp_path / "open.mlir"
+    path.write_text(module)
+    out, err = io.StringIO(), io.StringIO()
+    code = OptMain([str(path), "-p", "auto-partition{target=cpu:8 confirm=1}"], stdout=out, stderr=err).run()
+    assert code == 0, err.getvalue()
+    written = out.getvalue()
+    assert "sdy.mesh @mesh = <[" in written and "mhlo.num_partitions = 8" in written
+    loaded = sk.load(written)
+    x, w1, w2 = normal(64, 32), normal(32, 128), normal(128, 16)
+    got = loaded.compile()(x, w1, w2)
+    np.testing.assert_allclose(np.asarray(got), chained(x, w1, w2), rtol=1e-4, atol=1e-4)
+
+    out, err = io.StringIO(), io.StringIO()
+    code = ReportMain([str(path), "--autoshard", "--target", "cpu:8", "--explain"], stdout=out, stderr=err).run()
+    assert code == 0, err.getvalue()
+    assert out.getvalue().startswith("Plan for cpu:8") and "autoshard for cpu:8 on h100" in out.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert ReportMain([str(path), "--autoshard", "--target", "cpu:8", "--json"], stdout=out, stderr=err).run() == 0
+    assert json.loads(out.getvalue())["table"]["devices"] == 8
+
+    out, err = io.StringIO(), io.StringIO()
+    assert ReportMain([str(path), "--autoshard"], stdout=out, stderr=err).run() == 1
+    assert err.getvalue().count("\n") == 1 and "give --target" in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert OptMain([str(path), "-p", "auto-partition"], stdout=out, stderr=err).run() == 1
+    assert "auto-partition needs a target" in err.getvalue()
+
+
+# -- errors -----------------------------------------------------------------------------------------------------
+
+
+def test_a_memory_limit_nothing_meets_names_the_smallest_footprint():
+    x, w1, w2 = normal(64, 32), normal(32, 128), normal(128, 16)
+    with pytest.raises(
+        ValueError,
+        match=r"memory_limit=1000 \(1000 B per device\) is below every layout's footprint on "
+        r"cpu:8: the smallest found is [0-9.]+ KiB per device \(mesh ",
+    ):
+        sk.autoshard(chained, x, w1, w2, target="cpu:8", memory_limit=1000, confirm=0, workers=0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"target": "tpu-v9:4x4"}, ValueError, "unknown TPU generation 'v9'"),
+        ({"target": "cpu"}, ValueError, r"target='cpu': name the device count"),
+        ({"target": 8}, TypeError, "target must be a target name"),
+        (
+            {"target": "cpu:8", "mesh": sk.AbstractMesh((4,), ("x",))},
+            ValueError,
+            "mesh x=4 has 4 devices, but target cpu:8 has 8",
+        ),
+        ({"target": "cpu:8", "mesh": (8,)}, TypeError, "mesh must be a Mesh or AbstractMesh"),
+        ({"target": "cpu:8", "memory_limit": -1}, ValueError, "memory_limit must be a positive number of bytes"),
+        ({"target": "cpu:8", "memory_limit": 1.5}, ValueError, "memory_limit must be a positive number of bytes"),
+        ({"target": "cpu:8", "hardware": "abacus"}, ValueError, "hardware='abacus'"),
+        ({"target": "cpu:8", "confirm": -1}, ValueError, "confirm must be a number of candidates >= 0"),
+        ({"target": "cpu:8", "confirm": 1.0}, ValueError, "confirm must be a number of candidates >= 0, got 1.0"),
+    ],
+)
+def test_bad_input_is_a_named_error(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        sk.autoshard(chained, normal(16, 8), normal(8, 8), normal(8, 4), **{"workers": 0, **kwargs})
+    with pytest.raises(ValueError, match="workers must be a number of processes >= 0, got -2"):
+        sk.autoshard(chained, normal(16, 8), normal(8, 8), normal(8, 4), target="cpu:8", workers=-2)
+
+
+def test_bad_functions_and_meshes_are_named_errors():
+    with pytest.raises(TypeError, match="autoshard's fun must be a function, got int"):
+        sk.autoshard(3, normal(4), target="cpu:8")
+    with pytest.raises(TypeError, match="autoshard takes the function itself"):
+        sk.autoshard(sk.jit(chained), normal(4, 4), normal(4, 4), normal(4, 4), target="cpu:8")
+    mesh4 = sk.make_mesh((4,), ("x",), devices=jax.devices()[:4])
+    x = sk.ShapeDtypeStruct((16, 8), np.float32, sharding=sk.NamedSharding(mesh4, P("x")))
+    with pytest.raises(
+        ValueError,
+        match=r"the program's mesh x=4 \(from the shardings it was given\) has 4 devices, "
+        r"but target cpu:8 has 8",
+    ):
+        sk.autoshard(chained, x, normal(8, 8), normal(8, 4), target="cpu:8", workers=0)
+    mesh8 = sk.make_mesh((8,), ("x",))
+    odd = sk.ShapeDtypeStruct((12, 8), np.float32, sharding=sk.NamedSharding(mesh8, P("x")))
+    with pytest.raises(ValueError, match="12"):
+        sk.autoshard(chained, odd, normal(8, 8), normal(8, 4), target="cpu:8", workers=0)
+
+
+# -- machinery ------------------------------------------------------------------------------------------------
+
+
+def test_the_public_name_is_the_function():
+    assert sk.autoshard.__name__ == "autoshard" and callable(sk.autoshard)
+    from shardkit.autoshard import Plan
+
+    assert Plan.__name__ == "Plan"
+
+
+def test_a_candidate_shardy_refuses_or_a_dead_worker_costs_that_candidate_only():
+    from shardkit.autoshard import model
+
+    program = api.from_function(chained, (normal(16, 8), normal(8, 8), normal(8, 4)), ())[0]
+    pool = workers.Pool(program, 1)
+    mesh = space.MeshShape(("x",), (8,))
+    nameless = (space.MeshShape(("y",), (8,)), (space.Choice((("x",), ())),) + (None,) * (len(program.groups) - 1))
+    good = (mesh, (None,) * len(program.groups))
+    first, second = pool.evaluate([nameless, good])  # a sharding over an axis the mesh lacks: Shardy refuses it
+    assert isinstance(first, Exception) and isinstance(second, model.Reading)
+    workers._WORKERS[0].process.kill()
+    workers._WORKERS[0].process.wait()
+    (again,) = pool.evaluate([good])  # the dead worker is started again
+    assert isinstance(again, model.Reading) and again.flops == second.flops
