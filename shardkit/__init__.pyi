@@ -19,7 +19,7 @@ from .array import (
     make_array_from_process_local_data as make_array_from_process_local_data,
     make_array_from_single_device_arrays as make_array_from_single_device_arrays,
 )
-from .autoshard import autoshard as autoshard
+from .autosharding.api import autoshard as autoshard
 from .caching import clear_caches as clear_caches
 from .distributed import (
     devices as devices,

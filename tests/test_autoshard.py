@@ -18,7 +18,7 @@ import pytest
 
 import shardkit as sk
 from shardkit import P
-from shardkit.autoshard import PlannedJit, api, space, workers
+from shardkit.autosharding import PlannedJit, api, space, workers
 
 RNG = np.random.default_rng(0)
 
@@ -341,13 +341,13 @@ def test_bad_functions_and_meshes_are_named_errors():
 
 def test_the_public_name_is_the_function():
     assert sk.autoshard.__name__ == "autoshard" and callable(sk.autoshard)
-    from shardkit.autoshard import Plan
+    from shardkit.autosharding import Plan
 
     assert Plan.__name__ == "Plan"
 
 
 def test_a_candidate_shardy_refuses_or_a_dead_worker_costs_that_candidate_only():
-    from shardkit.autoshard import model
+    from shardkit.autosharding import model
 
     program = api.from_function(chained, (normal(16, 8), normal(8, 8), normal(8, 4)), ())[0]
     pool = workers.Pool(program, 1)

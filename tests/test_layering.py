@@ -27,7 +27,7 @@ LAYERS = [
     {"shardkit.compat", "shardkit.lowering"},
     {"shardkit.executor"},
     {"shardkit.stages"},
-    {"shardkit.autoshard"},
+    {"shardkit.autosharding"},
     {"shardkit.multihost"},
     {"shardkit"},
     {"shardkit.tools"},

@@ -1,4 +1,4 @@
-"""XLA's own auto-sharding as a baseline (shardkit.autoshard.xla_auto), on small programs.
+"""XLA's own auto-sharding as a baseline (shardkit.autosharding.xla_auto), on small programs.
 
 The compilers of the supported releases (libtpu's TPU compiler, XLA's CPU compiler) take the option and have no
 auto-sharding pass behind it: these tests pin that down (open shardings come back replicated, and the program
@@ -13,7 +13,7 @@ import pytest
 
 import shardkit as sk
 from shardkit import P
-from shardkit.autoshard.xla_auto import XlaAutoResult, xla_autoshard
+from shardkit.autosharding.xla_auto import XlaAutoResult, xla_autoshard
 from shardkit.executor import compile_lowered, compile_options
 from shardkit.inspect import MemoryReport, StepTime
 

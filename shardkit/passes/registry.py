@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 GROUP = "shardkit.passes"
 
 _BUILTINS = {
-    "auto-partition": "shardkit.autoshard.partition:AutoPartition",  # above this layer: jax loads when it runs
+    "auto-partition": "shardkit.autosharding.partition:AutoPartition",  # above this layer: jax loads when it runs
     "dedup-meshes": "shardkit.passes.dedup_meshes:DedupMeshes",
     "export-gspmd": "shardkit.passes.export_gspmd:ExportGSPMD",
     "import-gspmd": "shardkit.passes.import_gspmd:ImportGSPMD",

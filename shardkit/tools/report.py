@@ -139,7 +139,7 @@ class ReportMain(ToolMain):
 
     def autoshard(self, module: ir.Module, name: str) -> str:
         """The plan ``sk.autoshard`` makes of the module for ``--target``: its summary and table of candidates."""
-        from shardkit.autoshard.api import autoshard_module
+        from shardkit.autosharding.api import autoshard_module
 
         args = self.args
         plan = autoshard_module(module, target=args.target, hardware=args.hardware)

@@ -37,8 +37,8 @@ class AutoPartition(Pass):
         if not self.target:
             self.emit_error(at, "auto-partition needs a target, e.g. 'auto-partition{target=tpu-v5e:4x4}'")
             return
-        from shardkit.autoshard.api import autoshard_module
-        from shardkit.autoshard.program import written
+        from shardkit.autosharding.api import autoshard_module
+        from shardkit.autosharding.program import written
 
         try:
             plan = autoshard_module(

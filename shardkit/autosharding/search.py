@@ -30,12 +30,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 
-from shardkit.autoshard import model
-from shardkit.autoshard.model import Estimate, Machine, Reading
-from shardkit.autoshard.program import Program
-from shardkit.autoshard.space import Choice, Layout, MeshShape, Spec, mesh_shapes, replicated
+from shardkit.autosharding import model
+from shardkit.autosharding.model import Estimate, Machine, Reading
+from shardkit.autosharding.program import Program
+from shardkit.autosharding.space import Choice, Layout, MeshShape, Spec, mesh_shapes, replicated
 
-_log = logging.getLogger("shardkit.autoshard")
+_log = logging.getLogger("shardkit.autosharding")
 GAIN = 0.002  # a move must beat the current state by this fraction of its step
 ROUNDS = 4  # descent rounds per stage at most
 HOPELESS = 3.0  # a move that made the step this many times longer is not tried again
@@ -330,7 +330,7 @@ def _renamed(reading: Reading, axis: str, names: Sequence[str]) -> Reading | Non
 def describe(c: Candidate, program: Program) -> str:
     """A candidate's layout in one line: each group it shards with its spec, and each open group Shardy's
     propagation sharded with that spec, marked ``(open)`` (replicated groups left out)."""
-    from shardkit.autoshard.space import spec_text
+    from shardkit.autosharding.space import spec_text
 
     parts = []
     for g, choice in zip(program.groups, c.layout):

@@ -28,8 +28,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
-from shardkit.autoshard.program import Program
-from shardkit.autoshard.space import Layout, MeshShape
+from shardkit.autosharding.program import Program
+from shardkit.autosharding.space import Layout, MeshShape
 
 
 class WorkerCrash(RuntimeError):
@@ -43,7 +43,7 @@ class _Worker:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         # this shardkit, whatever the working directory holds (python -c puts it first on the path)
-        start = f"import sys; sys.path.insert(0, {root!r}); from shardkit.autoshard.workers import serve; serve()"
+        start = f"import sys; sys.path.insert(0, {root!r}); from shardkit.autosharding.workers import serve; serve()"
         self.process = subprocess.Popen(
             [sys.executable, "-c", start],
             stdin=subprocess.PIPE,
@@ -104,7 +104,7 @@ class Pool:
 
     def evaluate(self, states: Sequence[tuple[MeshShape, Layout]]) -> list[Any]:
         """Each state's ``Reading``, or the exception its evaluation raised (``WorkerCrash`` for a crash)."""
-        from shardkit.autoshard import model
+        from shardkit.autosharding import model
 
         if not self.size:
             out: list[Any] = []
@@ -211,7 +211,7 @@ def serve() -> None:
     replies = os.fdopen(os.dup(1), "wb")  # the protocol owns stdout; C++ prints go to stderr
     os.dup2(2, 1)
     requests = sys.stdin.buffer
-    from shardkit.autoshard import model
+    from shardkit.autosharding import model
     from shardkit.passes import isolation
 
     program = None

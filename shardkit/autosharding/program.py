@@ -18,7 +18,7 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from shardkit.autoshard.space import Choice, Group, Leaf, MeshShape, Spec, group_leaves
+from shardkit.autosharding.space import Choice, Group, Leaf, MeshShape, Spec, group_leaves
 from shardkit.dialects import copy_module, dtypes, irx
 from shardkit.dialects.sdy import SdyDim, SdyMesh, SdyTensorSharding
 

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir import ir
 
-from shardkit.autoshard.program import Program, element_type
-from shardkit.autoshard.space import Layout, MeshShape, Spec
+from shardkit.autosharding.program import Program, element_type
+from shardkit.autosharding.space import Layout, MeshShape, Spec
 from shardkit.dialects import irx
 from shardkit.inspect import groups as groups_, locations, shardy, timing
 from shardkit.inspect.communication import Collective

@@ -16,10 +16,10 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from shardkit.autoshard.model import Estimate, Machine
-from shardkit.autoshard.program import Program
-from shardkit.autoshard.search import Candidate, describe
-from shardkit.autoshard.space import Choice, Spec, spec_text
+from shardkit.autosharding.model import Estimate, Machine
+from shardkit.autosharding.program import Program
+from shardkit.autosharding.search import Candidate, describe
+from shardkit.autosharding.space import Choice, Spec, spec_text
 from shardkit.inspect import locations, timing
 from shardkit.inspect.units import aligned, human_bytes
 
@@ -245,7 +245,7 @@ class Plan:
 
     def _lower(self, c: Candidate, *, local: bool = True) -> Any:
         if self.fun is None:
-            from shardkit.autoshard.program import written
+            from shardkit.autosharding.program import written
             from shardkit.stages import load
 
             return load(written(self.program, c))
@@ -295,7 +295,7 @@ class PlannedJit:
         self._compiled: dict[Any, Any] = {}
 
     def lower(self, *args: Any) -> Any:
-        from shardkit.autoshard.program import with_priorities
+        from shardkit.autosharding.program import with_priorities
 
         lowered = self.jitted.lower(*args)
         return lowered.with_module(with_priorities(lowered.compiler_ir(), self.stored))

@@ -1,5 +1,7 @@
-"""Choosing the layout: ``sk.autoshard(f, *args, target=...)`` searches the shardings of a program for a target
-machine, ranks them with the time and memory models, confirms the best by compiling, and explains its choice.
+"""Choosing the layout: ``sk.autoshard(f, *args, target=...)`` (``api.autoshard``) searches the shardings of a
+program for a target machine, ranks them with the time and memory models, confirms the best by compiling, and
+explains its choice. (The package is not named ``autoshard``: importing it would bind that name on ``shardkit``
+over the function.)
 
 - ``space``: what is chosen (meshes, argument groups, shardings); ``program``: the module lowered once and the
   candidates written into it; ``model``: the fast estimate (Shardy's plan of a candidate, read per device and
@@ -14,8 +16,6 @@ modules above (``shardkit-opt`` lists the pass without loading jax); ``autoshard
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 _NAMES = {
@@ -38,17 +38,3 @@ def __getattr__(name: str) -> Any:
     if name in _NAMES:
         return getattr(importlib.import_module(f"{__name__}.{_NAMES[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class _Package(types.ModuleType):
-    """This package, callable as the function it is named for: ``shardkit.autoshard`` is also the package's name,
-    and importing the package binds the name to it on ``shardkit`` (lazy_loader before 0.6 lets that shadow the
-    function), so calling the package calls ``autoshard``."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from shardkit.autoshard.api import autoshard
-
-        return autoshard(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _Package

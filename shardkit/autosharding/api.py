@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from shardkit.autoshard import model, workers as workers_
-from shardkit.autoshard.plan import Confirmed, Plan
-from shardkit.autoshard.program import Program, from_function, from_module
-from shardkit.autoshard.search import Candidate, Search
-from shardkit.autoshard.space import MeshShape
-from shardkit.autoshard.workers import Pool
+from shardkit.autosharding import model, workers as workers_
+from shardkit.autosharding.plan import Confirmed, Plan
+from shardkit.autosharding.program import Program, from_function, from_module
+from shardkit.autosharding.search import Candidate, Search
+from shardkit.autosharding.space import MeshShape
+from shardkit.autosharding.workers import Pool
 
 CPU_HARDWARE = "h100"  # a cpu:N target has no hardware profile; its candidates are timed as GPUs in nodes of 8
 CONFIRM = 2
@@ -202,7 +202,7 @@ def _same(a: Candidate, b: Candidate) -> bool:
 
 
 def _compile(plan: Plan, c: Candidate, limit: int | None) -> Confirmed:
-    from shardkit.autoshard.program import written
+    from shardkit.autosharding.program import written
     from shardkit.inspect import OutOfMemoryError
     from shardkit.stages import load
 
@@ -230,7 +230,7 @@ def _footprint(plan: Plan, c: Candidate) -> int:
 
 
 def _describe(plan: Plan, c: Candidate) -> str:
-    from shardkit.autoshard.search import describe
+    from shardkit.autosharding.search import describe
 
     return describe(c, plan.program)
 
