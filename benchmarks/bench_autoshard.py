@@ -1,11 +1,14 @@
 """``sk.autoshard`` against four hand layouts, on the programs and targets of its issue (target: the plan's
 modelled step at most 1.05x the best hand layout that fits; a 256-chip search under 60 s on 2 cores).
 
+XLA's own auto-sharding (the build option ``use_auto_spmd_partitioning``, through libtpu: ``xla_autoshard``) runs
+on the same program with every sharding open, side by side: its layout, modelled step and compile time.
+
 For each case, each hand layout is written the way its reference writes it and compiled for the target; its
-modelled step is XLA's program timed by shardkit's time model (``compiled.communication().time(hardware,
-cost=compiled.cost_analysis())``) and its memory is XLA's (``compiled.memory()``, against the chip's HBM). The plan
-is ``sk.autoshard(step, *args, target=...)`` (its chosen layout compiled the same way by the search itself); its
-wall time is the whole search: lowering, estimates, compiles.
+modelled step is XLA's program timed by shardkit's time model (``compiled.communication().time(hardware)``:
+XLA's cost analysis with loop bodies counted by their trip counts) and its memory is XLA's (``compiled.memory()``,
+against the chip's HBM). The plan is ``sk.autoshard(step, *args, target=...)`` (its chosen layout compiled the
+same way by the search itself); its wall time is the whole search: lowering, estimates, compiles.
 
 - data parallel: the batch over a 1-D mesh, everything else replicated;
 - FSDP (ZeRO-3): parameters and optimizer state over the same axis on their largest dimension it divides, the
@@ -15,12 +18,14 @@ wall time is the whole search: lowering, estimates, compiles.
 - FSDP x tensor parallel: the same 2-D mesh, each parameter's tensor-parallel sharding plus 'data' on its
   largest other dimension.
 
-Run: .venv/bin/python benchmarks/bench_autoshard.py [CASE ...]   (cases: gpt-v5e, gpt-v5p, mlp-v5e, gpt1b-v5e: a
-1.3B-parameter GPT that data parallelism cannot fit; default all)
+Run: .venv/bin/python benchmarks/bench_autoshard.py [CASE ...] [--images DIR]   (cases: gpt-v5e, gpt-v5p, mlp-v5e,
+gpt1b-v5e: a 1.3B-parameter GPT that data parallelism cannot fit; default all; --images saves each plan's table as
+a picture, as docs/autoshard_gpt.png was made)
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -36,6 +41,7 @@ import numpy as np  # noqa: E402
 
 import shardkit as sk  # noqa: E402
 from shardkit import P  # noqa: E402
+from shardkit.autosharding.xla_auto import xla_autoshard  # noqa: E402
 from shardkit.executor import targets  # noqa: E402
 from shardkit.inspect import OutOfMemoryError, hardware  # noqa: E402
 
@@ -74,21 +80,10 @@ def fsdp_spec(shape, size, axis="data", base=None):
 
 
 def gpt_case(mesh_shape, names, param_spec, batch, sizes=GPT2_SMALL):
-    """(jitted step, argument structs) of the GPT step with ``param_spec(name, shape, megatron_spec)``."""
-    mesh = sk.AbstractMesh(mesh_shape, names)
-    named = {k: sk.NamedSharding(mesh, param_spec(k, shape, spec)) for k, (shape, spec) in sizes.items()}
-    batched = sk.NamedSharding(mesh, P("data", None))
-    scalar = sk.NamedSharding(mesh, P())
-    state = {k: sk.ShapeDtypeStruct(shape, np.float32, sharding=named[k]) for k, (shape, _) in sizes.items()}
-    tokens = sk.ShapeDtypeStruct((batch, sizes["wpe"][0][0]), np.int32, sharding=batched)
-    args = (state, state, state, sk.ShapeDtypeStruct((), np.float32, sharding=scalar), tokens, tokens)
-    step = sk.jit(
-        gpt.train_step,
-        in_shardings=(named, named, named, scalar, batched, batched),
-        out_shardings=(named, named, named, scalar, scalar),
-        donate_argnums=(0, 1, 2),
-    )
-    return step, args
+    """(jitted step, argument structs) of ``examples/gpt_train_step.py``'s step with ``param_spec(name, shape,
+    megatron_spec)`` for each parameter (and its Adam moments), the batch over 'data'."""
+    specs = {k: (shape, param_spec(k, shape, spec)) for k, (shape, spec) in sizes.items()}
+    return gpt.build(sk.AbstractMesh(mesh_shape, names), sizes=specs, batch=batch)
 
 
 def gpt_hand(devices, model, batch, sizes=GPT2_SMALL):
@@ -170,12 +165,33 @@ CASES = {  # name -> (target, hand layouts, (function, args, donate))
 
 
 def timed(compiled, profile):
-    step = compiled.communication().time(profile, cost=compiled.cost_analysis())
+    step = compiled.communication().time(profile)  # XLA's cost with loop bodies by trip count
     memory = compiled.memory()
     return step.step, memory.total, memory.fits
 
 
-def run(name: str) -> None:
+def refusal(error: OutOfMemoryError) -> str:
+    """XLA's reason, from the memory report's message (``... refused it: Ran out of memory on HBM, ...``)."""
+    return str(error).splitlines()[1].split("refused it: ")[-1].strip()
+
+
+def xla_auto(lowered, target: str) -> None:
+    """XLA's own auto-sharding (the build option, through libtpu) on the same program, every sharding open."""
+    start = time.perf_counter()
+    try:
+        xla = xla_autoshard(lowered, target)
+    except OutOfMemoryError as e:
+        print(f"  {'XLA auto':<14} XLA refused it: {refusal(e)}  (compiled in {time.perf_counter() - start:.1f} s)")
+        return
+    what = "sharded" if xla.partitioned else "left every sharding replicated"
+    print(
+        f"  {'XLA auto':<14} {xla.step.step * 1e3:9.3f} ms  {xla.memory.total / 2**30:6.2f} GiB "
+        f"{'fits' if xla.memory.fits else 'DOES NOT FIT'}, {what} on mesh {xla.mesh_shape}  "
+        f"(compiled in {xla.compile_seconds:.1f} s)"
+    )
+
+
+def run(name: str, images: str | None = None) -> None:
     target, hand, plan_of = CASES[name]
     profile = hardware(targets.profile_name(target))
     targets.target(target)  # libtpu's devices once, outside the timing
@@ -185,14 +201,15 @@ def run(name: str) -> None:
         start = time.perf_counter()
         try:
             seconds, memory, fits = timed(step.lower(*args).compile(target=target), profile)
-        except OutOfMemoryError:
-            seconds, memory, fits = None, None, False
+        except OutOfMemoryError as e:
+            seconds, memory, fits = None, refusal(e), False
         results[label] = (seconds, memory, fits)
         took = time.perf_counter() - start
-        shown = "XLA refused it: does not fit HBM" if seconds is None else f"{seconds * 1e3:9.3f} ms"
+        shown = f"XLA refused it: {memory}" if seconds is None else f"{seconds * 1e3:9.3f} ms"
         extra = "" if seconds is None else f"  {memory / 2**30:6.2f} GiB {'fits' if fits else 'DOES NOT FIT'}"
         print(f"  {label:<14} {shown}{extra}  (compiled in {took:.1f} s)")
     fun, args, donate = plan_of()
+    xla_auto(sk.jit(fun, donate_argnums=donate).lower(*args), target)
     sk.clear_caches()
     start = time.perf_counter()
     plan = sk.autoshard(fun, *args, target=target, donate_argnums=donate)
@@ -215,13 +232,21 @@ def run(name: str) -> None:
     else:
         print("  no hand layout fits HBM; the plan " + ("fits" if fits else "does not fit either"))
     print(plan.table())
+    if images:
+        plan.table().save_image(os.path.join(images, f"autoshard_{name}.png"))
 
 
 def main() -> None:
-    names = sys.argv[1:] or list(CASES)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("cases", nargs="*", help=f"of {', '.join(CASES)} (default: all)")
+    parser.add_argument("--images", metavar="DIR", help="also save each plan's table as DIR/autoshard_CASE.png")
+    args = parser.parse_args()
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        parser.error(f"unknown case {unknown[0]!r}: the cases are {', '.join(CASES)}")
     print(f"{jax.devices()[0].platform} x{len(jax.devices())}, {os.cpu_count()} cores")
-    for name in names:
-        run(name)
+    for name in args.cases or list(CASES):
+        run(name, args.images)
 
 
 if __name__ == "__main__":

@@ -216,7 +216,7 @@ def _compile(plan: Plan, c: Candidate, limit: int | None) -> Confirmed:
         return Confirmed(None, None, None, None, None, False, time.perf_counter() - start, reason)
     seconds = time.perf_counter() - start
     report = compiled.communication()
-    step = report.time(plan.machine.hardware, cost=compiled.cost_analysis())
+    step = report.time(plan.machine.hardware)  # loop bodies counted by their trip counts (Compiled.cost)
     memory = compiled.memory()
     fits = limit is None or memory.total <= limit
     return Confirmed(

@@ -477,29 +477,9 @@ class _Walker:
 
     @staticmethod
     def trip_count(loop: ir.Operation) -> int:
-        """jax's counted loop: ``counter < n`` in the condition, the counter starting at a constant and the body
-        adding 1 to it; 1 for any other loop (counted once)."""
-        cond = loop.regions[0].blocks[0]
-        compares = [o.operation for o in cond.operations if o.operation.name == "stablehlo.compare"]
-        if len(compares) != 1 or "LT" not in str(compares[0].attributes["comparison_direction"]):
-            return 1
-        counter, bound = compares[0].operands
-        if not isinstance(counter, ir.BlockArgument) or isinstance(bound, ir.BlockArgument):
-            return 1
-        k = ir.BlockArgument(counter).arg_number
-        n, start = _constant(bound), _constant(loop.operands[k])
-        body = loop.regions[1].blocks[0]
-        yielded = _terminator(body).operands[k]
-        step = None
-        if isinstance(yielded, ir.OpResult) and yielded.owner.name == "stablehlo.add":
-            a, b = yielded.owner.operands
-            if a == body.arguments[k]:
-                step = _constant(b)
-            elif b == body.arguments[k]:
-                step = _constant(a)
-        if n is None or start is None or step != 1:
-            return 1
-        return max(n - start, 0)
+        """jax's counted loop's trip count (``inspect.shardy.trip_count``); 1 for any other loop (counted once)."""
+        found = shardy.trip_count(loop)
+        return 1 if found is None else found
 
     # collectives
 

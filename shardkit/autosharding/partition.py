@@ -14,6 +14,7 @@ import dataclasses
 
 from jaxlib.mlir import ir
 
+from shardkit.passes import isolation
 from shardkit.passes.base import Pass
 
 
@@ -52,25 +53,9 @@ class AutoPartition(Pass):
         except (ValueError, TypeError, ImportError) as e:
             self.emit_error(at, f"auto-partition: {e}")
             return
-        _replace_contents(module, written(plan.program, plan.chosen))
+        isolation.replace_contents(module, written(plan.program, plan.chosen))
 
 
 def _main(module: ir.Module) -> ir.Operation:
     table = ir.SymbolTable(module.operation)
     return table["main"].operation if "main" in table else module.operation
-
-
-def _replace_contents(module: ir.Module, new: ir.Module) -> None:
-    """Makes ``module`` hold what ``new`` holds (ops and module attributes), keeping the caller's Module object."""
-    if new.context is not module.context:
-        new = ir.Module.parse(new.operation.get_asm(enable_debug_info=True), module.context)
-    body = module.body
-    for op in list(body.operations):
-        op.erase()
-    for op in list(new.body.operations):
-        body.append(op)
-    attributes = module.operation.attributes
-    for name in list(attributes):
-        del attributes[name]
-    for name in list(new.operation.attributes):
-        attributes[name] = new.operation.attributes[name]

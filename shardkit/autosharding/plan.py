@@ -42,7 +42,7 @@ class Confirmed:
 
     Attributes:
         step, compute, memory, communication: modelled seconds of XLA's program
-            (``compiled.communication().time(hardware, cost=compiled.cost_analysis())``); None when XLA refused it.
+            (``compiled.communication().time(hardware)``, loops by trip count); None when XLA refused it.
         peak: XLA's bytes per device (``compiled.memory().total``), None when refused.
         fits: within the memory limit (False when XLA refused the program for want of memory).
         seconds: how long the compile took.
@@ -649,7 +649,7 @@ def _runner_up(plan: Plan) -> Candidate | None:
 def _by_xla_site(plan: Plan, confirmed: Confirmed) -> dict[tuple, tuple[float, str]]:
     """Seconds per step of a compiled program's collectives by (kind, line, jax op), with their shapes."""
     compiled = confirmed.compiled
-    step = compiled.communication().time(plan.machine.hardware, cost=compiled.cost_analysis())
+    step = compiled.communication().time(plan.machine.hardware)
     out: dict[tuple, tuple[float, str]] = {}
     for t in step.collectives:
         col = t.collective

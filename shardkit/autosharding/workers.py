@@ -17,66 +17,39 @@ search; ``shutdown()`` ends them, as exit does) and ``pool.evaluate(states)`` sp
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import pickle
-import struct
-import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 from shardkit.autosharding.program import Program
 from shardkit.autosharding.space import Layout, MeshShape
+from shardkit.passes import isolation
 
 
 class WorkerCrash(RuntimeError):
     """A worker process ended while evaluating a candidate (Shardy aborted on it)."""
 
 
-class _Worker:
+class _Worker(isolation.WorkerProcess):
     def __init__(self) -> None:
-        self.stderr = tempfile.TemporaryFile(mode="a+b")  # noqa: SIM115  (lives as long as the worker)
-        env = dict(os.environ)
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        # this shardkit, whatever the working directory holds (python -c puts it first on the path)
-        start = f"import sys; sys.path.insert(0, {root!r}); from shardkit.autosharding.workers import serve; serve()"
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", start],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            env=env,
-            close_fds=True,
-        )
+        super().__init__(__name__)
 
     def send(self, message: Any) -> bool:
         try:
-            _write(self.process.stdin, message)
+            isolation.write_frame(self.process.stdin, message)
             return True
         except (BrokenPipeError, OSError):
             return False
 
     def receive(self) -> Any:
-        return _read(self.process.stdout)
+        return isolation.read_frame(self.process.stdout)
 
     def last_words(self) -> str:
-        self.stderr.seek(0)
-        lines = [x.strip() for x in self.stderr.read().decode("utf-8", "replace").splitlines() if x.strip()]
+        lines = self.stderr_lines()
         return lines[-1][:300] if lines else ""
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.process.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self.stderr.close()
 
 
 class Pool:
@@ -191,33 +164,17 @@ def _wait_any(streams: list[BinaryIO]) -> list[BinaryIO]:
     return ready
 
 
-def _write(stream: BinaryIO, message: Any) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(struct.pack("<Q", len(data)) + data)
-    stream.flush()
-
-
-def _read(stream: BinaryIO) -> Any:
-    header = stream.read(8)
-    if len(header) < 8:
-        return None
-    (size,) = struct.unpack("<Q", header)
-    data = stream.read(size)
-    return pickle.loads(data) if len(data) == size else None
-
-
 def serve() -> None:
     """A worker's loop: the program, then candidates, until its stdin closes."""
     replies = os.fdopen(os.dup(1), "wb")  # the protocol owns stdout; C++ prints go to stderr
     os.dup2(2, 1)
     requests = sys.stdin.buffer
     from shardkit.autosharding import model
-    from shardkit.passes import isolation
 
     program = None
     with isolation.policy("none"):
         while True:
-            request = _read(requests)
+            request = isolation.read_frame(requests)
             if request is None:
                 return
             kind, body = request
@@ -229,4 +186,4 @@ def serve() -> None:
                 reply: Any = model.evaluate(program, mesh, layout)
             except Exception as e:  # noqa: BLE001  (the parent reports it as this candidate's failure)
                 reply = RuntimeError(f"{type(e).__name__}: {e}")
-            _write(replies, reply)
+            isolation.write_frame(replies, reply)

@@ -175,22 +175,47 @@ class Job:
 # -- parent side --------------------------------------------------------------------------------------
 
 
-class _Worker:
-    """One child process speaking length-prefixed pickles on its stdin/stdout."""
+class WorkerProcess:
+    """A Python process running ``serve()`` of a module: requests in on its stdin and replies out on its stdout
+    (``write_frame``/``read_frame``), its stderr kept in a file to tell why it died. It imports the shardkit this
+    one is (``python -c`` would put the working directory, and any shardkit there, first on its path)."""
 
-    def __init__(self) -> None:
+    def __init__(self, module: str) -> None:
         self.stderr = tempfile.TemporaryFile(mode="a+b")  # noqa: SIM115  (lives as long as the worker)
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        start = f"import sys; sys.path.insert(0, {root!r}); from {module} import serve; serve()"
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "from shardkit.passes.isolation import serve; serve()"],
+            [sys.executable, "-c", start],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
             env=env,
             close_fds=True,
         )
+
+    def stderr_lines(self) -> list[str]:
+        """What the worker printed on its stderr, a stripped line each (blank lines dropped)."""
+        self.stderr.seek(0)
+        return [line.strip() for line in self.stderr.read().decode("utf-8", "replace").splitlines() if line.strip()]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.stderr.close()
+
+
+class _Worker(WorkerProcess):
+    """One child process speaking length-prefixed pickles on its stdin/stdout."""
+
+    def __init__(self) -> None:
+        super().__init__(__name__)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -200,20 +225,19 @@ class _Worker:
         self.stderr.seek(0)
         self.stderr.truncate()
         try:
-            _write_frame(self.process.stdin, message)
+            write_frame(self.process.stdin, message)
         except BrokenPipeError:  # it died since it was last asked
             yield None
             return
         while True:
-            reply = _read_frame(self.process.stdout)
+            reply = read_frame(self.process.stdout)
             yield reply
             if reply is None or reply[0] == "done":
                 return
 
     def last_words(self) -> str:
         """The line of the worker's stderr that says why it died (a CHECK or LLVM fatal error), or its last line."""
-        self.stderr.seek(0)
-        lines = [line.strip() for line in self.stderr.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        lines = self.stderr_lines()
         for marker in ("Check failed:", "LLVM ERROR:", "Assertion", "terminate called", "what():"):
             for line in lines:
                 if marker in line:
@@ -226,16 +250,6 @@ class _Worker:
         text = self.stderr.read()
         if text:
             sys.stderr.write(text.decode("utf-8", "replace"))
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.process.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self.stderr.close()
 
 
 _worker: _Worker | None = None
@@ -302,7 +316,7 @@ def run(module: ir.Module, job: Job) -> list[Diagnostic]:
     _, output, found, error = result
     if error is not None:
         raise error
-    _replace_contents(module, ir.Module.parse(output, module.context))
+    replace_contents(module, ir.Module.parse(output, module.context))
     return found
 
 
@@ -330,8 +344,11 @@ def _op_words(op: ir.Operation) -> str:
     return f"'{op.name}'" + (f" {symbol_ref(name)}" if name is not None else "")
 
 
-def _replace_contents(module: ir.Module, new: ir.Module) -> None:
-    """Makes ``module`` hold what ``new`` holds (ops and module attributes), keeping the caller's Module object."""
+def replace_contents(module: ir.Module, new: ir.Module) -> None:
+    """Makes ``module`` hold what ``new`` holds (ops and module attributes), keeping the caller's Module object
+    (a module of another context is parsed into ``module``'s first)."""
+    if new.context is not module.context:
+        new = ir.Module.parse(new.operation.get_asm(enable_debug_info=True), module.context)
     body = module.body
     for op in list(body.operations):
         op.erase()
@@ -344,13 +361,15 @@ def _replace_contents(module: ir.Module, new: ir.Module) -> None:
         attributes[name] = new.operation.attributes[name]
 
 
-def _write_frame(stream: BinaryIO, message: Any) -> None:
+def write_frame(stream: BinaryIO, message: Any) -> None:
+    """Sends one pickled message to a worker process (or back), length-prefixed."""
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(struct.pack("<Q", len(data)) + data)
     stream.flush()
 
 
-def _read_frame(stream: BinaryIO) -> Any:
+def read_frame(stream: BinaryIO) -> Any:
+    """The next message ``write_frame`` sent, or None when the stream ended (the other side is gone)."""
     header = stream.read(8)
     if len(header) < 8:
         return None
@@ -374,7 +393,7 @@ def serve() -> None:
     ctx = context()
     with policy("none"):
         while True:
-            request = _read_frame(requests)
+            request = read_frame(requests)
             if request is None:
                 return
             job, payload = request
@@ -386,7 +405,7 @@ def serve() -> None:
                     with diagnostics.collecting(ctx) as found:
                         for index, op in enumerate(module.body.operations):
                             if op.operation.name == "func.func":
-                                _write_frame(replies, ("at", index))
+                                write_frame(replies, ("at", index))
                                 job.target.run_on(op.operation)
                 else:
                     found = diagnostics.apply_pass(job.target, module)
@@ -395,7 +414,7 @@ def serve() -> None:
             output = io.BytesIO()
             if error is None and module is not None:
                 module.operation.write_bytecode(output)
-            _write_frame(replies, ("done", output.getvalue(), found, error))
+            write_frame(replies, ("done", output.getvalue(), found, error))
 
 
 def _read_module(payload: bytes, ctx: ir.Context, pass_name: str) -> ir.Module:
