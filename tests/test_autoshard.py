@@ -360,3 +360,24 @@ def test_a_candidate_shardy_refuses_or_a_dead_worker_costs_that_candidate_only()
     workers._WORKERS[0].process.wait()
     (again,) = pool.evaluate([good])  # the dead worker is started again
     assert isinstance(again, model.Reading) and again.flops == second.flops
+
+
+def test_a_donated_argument_sharded_unlike_its_result_is_donated_without_an_alias():
+    """A module lowered without shardings aliases each donated argument to its result; once a candidate shards
+    them differently their pieces differ in shape, which XLA refuses to alias (it failed that candidate's
+    compile), so the argument is donated without an alias, as jax's rule does."""
+    from jaxlib.mlir import ir
+
+    from shardkit.autosharding.program import _donors_where_layouts_differ
+    from shardkit.dialects import context
+
+    with context():
+        alias = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 0)
+        rows, cols = (ir.Attribute.parse(f"#sdy.sharding<@mesh, [{d}]>") for d in ('{"x"}, {}', '{}, {"x"}'))
+        results = [{"sdy.sharding": rows}]
+        kept, moved = _donors_where_layouts_differ(
+            [{"tf.aliasing_output": alias, "sdy.sharding": rows}, {"tf.aliasing_output": alias, "sdy.sharding": cols}],
+            results,
+        )
+        assert "tf.aliasing_output" in kept and "jax.buffer_donor" not in kept
+        assert "tf.aliasing_output" not in moved and ir.BoolAttr(moved["jax.buffer_donor"]).value

@@ -18,7 +18,7 @@ from typing import Any
 
 from shardkit.autosharding.model import Estimate, Machine
 from shardkit.autosharding.program import Program
-from shardkit.autosharding.search import Candidate, describe
+from shardkit.autosharding.search import GAIN, Candidate, describe
 from shardkit.autosharding.space import Choice, Spec, spec_text
 from shardkit.inspect import locations, timing
 from shardkit.inspect.units import aligned, human_bytes
@@ -636,10 +636,13 @@ def alike_key(c: Candidate) -> tuple:
 
 
 def _runner_up(plan: Plan) -> Candidate | None:
-    """The best candidate unlike the winner that fits: a compiled one where there is one, else the best estimate."""
+    """The best candidate unlike the winner that fits: a compiled one where there is one, else the best estimate.
+    Unlike: another estimate, by more than the search's least gain where any candidate differs that much (a
+    layout a few nanoseconds off the winner's is the same choice, and explains nothing)."""
     limit = plan.memory_limit
-    mine = alike_key(plan.chosen)
-    others = [c for c in plan.candidates if alike_key(c) != mine and (limit is None or c.estimate.peak <= limit)]
+    mine, step = alike_key(plan.chosen), plan.chosen.estimate.step
+    fitting = [c for c in plan.candidates if alike_key(c) != mine and (limit is None or c.estimate.peak <= limit)]
+    others = [c for c in fitting if abs(c.estimate.step - step) > GAIN * step] or fitting
     confirmed = [c for c in others if c.key in plan.confirmed and plan.confirmed[c.key].step is not None]
     if confirmed:
         return min(confirmed, key=lambda c: plan.confirmed[c.key].step)

@@ -262,4 +262,20 @@ def written(program: Program, candidate: Any) -> ir.Module:
             if spec is not None:
                 attrs[irx.SDY_SHARDING] = sharding_attr(name, spec)
         irx.set_value_attrs(main, "res", results)
+        irx.set_value_attrs(main, "arg", _donors_where_layouts_differ(irx.value_attrs(main, "arg"), results))
     return module
+
+
+def _donors_where_layouts_differ(args: list[dict[str, ir.Attribute]], results: list[dict[str, ir.Attribute]]) -> list:
+    """The arguments' attributes with each alias (``tf.aliasing_output``, set when the program was lowered with no
+    shardings) whose argument and result are now sharded differently made a ``jax.buffer_donor``: their pieces
+    differ in shape, which XLA refuses to alias, and jax's rule donates such an argument without an alias."""
+    for attrs in args:
+        alias = attrs.get("tf.aliasing_output")
+        if alias is None:
+            continue
+        result = results[ir.IntegerAttr(alias).value]
+        if str(attrs.get(irx.SDY_SHARDING)) != str(result.get(irx.SDY_SHARDING)):
+            del attrs["tf.aliasing_output"]
+            attrs["jax.buffer_donor"] = ir.BoolAttr.get(True)
+    return args
