@@ -11,12 +11,20 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
+
 from shardkit.autosharding import model, workers as workers_
 from shardkit.autosharding.plan import Confirmed, Plan
-from shardkit.autosharding.program import Program, from_function, from_module
-from shardkit.autosharding.search import Candidate, Search
+from shardkit.autosharding.program import Program, from_function, from_module, written
+from shardkit.autosharding.search import Candidate, Search, describe
 from shardkit.autosharding.space import MeshShape
 from shardkit.autosharding.workers import Pool
+from shardkit.executor import targets
+from shardkit.inspect import OutOfMemoryError
+from shardkit.inspect.hardware import hardware as profile
+from shardkit.inspect.units import human_bytes
+from shardkit.mesh import Mesh
+from shardkit.stages import load
 
 CPU_HARDWARE = "h100"  # a cpu:N target has no hardware profile; its candidates are timed as GPUs in nodes of 8
 CONFIRM = 2
@@ -89,7 +97,7 @@ def autoshard(
         fun=fun,
         args=args,
         donate=donate,
-        user_mesh=user_mesh if user_mesh is not None else mesh if _concrete(mesh) else None,
+        user_mesh=user_mesh if user_mesh is not None else mesh if isinstance(mesh, Mesh) else None,
         out_tree=_out_tree(lowered),
     )
 
@@ -162,7 +170,7 @@ def _search(
         raise ValueError(
             f"memory_limit={limit} ({_human(limit)} per device) is below every layout's footprint on "
             f"{machine.target.name}: the smallest found is {_human(_footprint(plan, smallest))} per device "
-            f"(mesh {smallest.mesh}, {_describe(plan, smallest)}); raise the limit or use a bigger target."
+            f"(mesh {smallest.mesh}, {describe(smallest, plan.program)}); raise the limit or use a bigger target."
         )
     plan.chosen = chosen
     plan.search_seconds = time.perf_counter() - start
@@ -202,10 +210,6 @@ def _same(a: Candidate, b: Candidate) -> bool:
 
 
 def _compile(plan: Plan, c: Candidate, limit: int | None) -> Confirmed:
-    from shardkit.autosharding.program import written
-    from shardkit.inspect import OutOfMemoryError
-    from shardkit.stages import load
-
     start = time.perf_counter()
     try:  # the module the search planned, with its mesh, shardings and priorities written in
         compiled = load(written(plan.program, c)).compile(target=plan.machine.target)
@@ -229,15 +233,7 @@ def _footprint(plan: Plan, c: Candidate) -> int:
     return confirmed.peak if confirmed is not None and confirmed.peak is not None else c.estimate.peak
 
 
-def _describe(plan: Plan, c: Candidate) -> str:
-    from shardkit.autosharding.search import describe
-
-    return describe(c, plan.program)
-
-
 def _human(n: int | None) -> str:
-    from shardkit.inspect.units import human_bytes
-
     return "no limit" if n is None else human_bytes(n)
 
 
@@ -248,9 +244,6 @@ def _counts(confirm: Any, workers: Any) -> None:
 
 
 def _machine(target: Any, hardware: str | None, memory_limit: int | None) -> tuple[model.Machine, int | None]:
-    from shardkit.executor import targets
-    from shardkit.inspect.hardware import hardware as profile
-
     if isinstance(target, str) and target.strip().startswith("cpu") and ":" not in target:
         raise ValueError(f"target={target!r}: name the device count to search for, e.g. 'cpu:8'.")
     t = targets.target(target)
@@ -270,19 +263,11 @@ def _machine(target: Any, hardware: str | None, memory_limit: int | None) -> tup
 
 def _user_mesh(args: Sequence[Any]) -> Any:
     """The mesh of the first argument leaf that carries a NamedSharding."""
-    import jax
-
     for leaf in jax.tree_util.tree_leaves(tuple(args)):
         mesh = getattr(getattr(leaf, "sharding", None), "mesh", None)
         if mesh is not None:
             return mesh
     return None
-
-
-def _concrete(mesh: Any) -> bool:
-    from shardkit.mesh import Mesh
-
-    return isinstance(mesh, Mesh)
 
 
 def _meshes(program: Program, machine: model.Machine, mesh: Any, user_mesh: Any) -> list[MeshShape] | None:
@@ -317,8 +302,6 @@ def _meshes(program: Program, machine: model.Machine, mesh: Any, user_mesh: Any)
 
 
 def _out_tree(lowered: Any) -> Any:
-    import jax
-
     _, tree = jax.tree_util.tree_flatten(lowered.out_shardings, is_leaf=lambda x: x is None)
     return tree
 

@@ -354,7 +354,6 @@ class _Walker:
         self._loop = 0  # the loop being walked (its number in walk order), 0 outside loops
         self._loops = 0
         self.found: list[tuple[Collective, tuple, tuple[int, bool]]] = []  # (collective, its axes or groups, site)
-        self.trace: list | None = None  # (total, op, live, produced, inner) per op of the blocks walked, to debug
 
     # sizes
 
@@ -425,10 +424,7 @@ class _Walker:
             if not isinstance(t, ir.RankedTensorType) or self.constant(value):
                 found = (0, 0.0)
             else:
-                parts = self.parts(value)
-                elements = 1
-                for i, n in enumerate(t.shape):
-                    elements *= -(-n // parts[i]) if i < len(parts) else n
+                elements = math.prod(self.dims(value))
                 found = (elements, elements * element_type(t)[1])
             self._local[value] = found
         return found
@@ -436,13 +432,15 @@ class _Walker:
     def nbytes(self, value: ir.Value) -> int:
         return int(self.local(value)[1])
 
+    def dims(self, value: ir.Value) -> tuple[int, ...]:
+        """The shape of the piece of ``value`` one device holds (a dimension split unevenly: its largest piece)."""
+        parts = self.parts(value)
+        return tuple(-(-n // parts[i]) if i < len(parts) else n for i, n in enumerate(value.type.shape))
+
     def local_shape(self, value: ir.Value) -> Any:
         from shardkit.inspect.hlo import ArrayShape
 
-        t = value.type
-        parts = self.parts(value)
-        dims = tuple(-(-n // parts[i]) if i < len(parts) else n for i, n in enumerate(t.shape))
-        return ArrayShape(shardy.array_shape(t).dtype, dims)
+        return ArrayShape(shardy.array_shape(value.type).dtype, self.dims(value))
 
     def constant(self, value: ir.Value) -> bool:
         """Whether ``value`` is computed from constants alone (through any op without regions or effects, calls
@@ -593,8 +591,6 @@ class _Walker:
             if name not in _MATERIALIZED or name in _IN_PLACE:
                 # fused elementwise chains, updates, calls and loops reuse the buffers of operands dying here
                 produced = max(0, produced - freed)
-            if self.trace is not None:
-                self.trace.append((live + produced + inner_peak, op, live, produced, inner_peak))
             peak = max(peak, live + produced + inner_peak)
             live += produced - freed
         return flops, accessed, peak
@@ -637,13 +633,9 @@ class _Walker:
         if name in _NO_FLOPS or not op.results:
             return 0.0
         if name == "stablehlo.dot_general":
-            lhs = op.operands[0]
+            lhs = self.dims(op.operands[0])
             contracting = _ints(op.attributes["dot_dimension_numbers"], "lhs_contracting_dimensions")
-            shape, parts = lhs.type.shape, self.parts(lhs)
-            k = 1
-            for d in contracting:
-                k *= -(-shape[d] // (parts[d] if d < len(parts) else 1))
-            return 2.0 * self.local(op.results[0])[0] * k * self._mult
+            return 2.0 * self.local(op.results[0])[0] * math.prod(lhs[d] for d in contracting) * self._mult
         if name == "stablehlo.convolution":
             kernel = self.local(op.operands[1])[0]
             features = max(1, op.results[0].type.shape[-1])
@@ -691,17 +683,6 @@ def _uses(op: ir.Operation) -> list[ir.Value]:
             for inner in block.operations:
                 found += _uses(inner.operation)
     return found
-
-
-def _constant(value: ir.Value) -> int | None:
-    if not isinstance(value, ir.OpResult) or value.owner.name not in ("stablehlo.constant", "sdy.constant"):
-        return None
-    attr = value.owner.attributes["value"]
-    try:
-        values = np.array(ir.DenseIntElementsAttr(attr))
-    except (TypeError, ValueError):
-        return None
-    return int(values.reshape(-1)[0]) if values.size >= 1 and (values == values.reshape(-1)[0]).all() else None
 
 
 def _ints(attr: ir.Attribute, field: str) -> list[int]:

@@ -616,7 +616,11 @@ def explain(plan: Plan, top: int = 6) -> Explanation:
     basis = "XLA's programs for the target, modelled" if compiled else "the estimates"
     differences: list[Difference] = []
     if runner is not None:
-        site = (lambda c, conf: _by_xla_site(plan, conf)) if compiled else (lambda c, conf: _by_site(c))
+        site = (
+            (lambda c, conf: _by_xla_site(plan, conf))
+            if compiled
+            else (lambda c, conf: _by_site(zip(c.reading.collectives, c.estimate.by_collective)))
+        )
         a, b = site(winner, cw), site(runner, cr)
         for key in set(a) | set(b):
             (ta, shapes_a), (tb, shapes_b) = a.get(key, (0.0, "")), b.get(key, (0.0, ""))
@@ -650,27 +654,20 @@ def _runner_up(plan: Plan) -> Candidate | None:
 
 
 def _by_xla_site(plan: Plan, confirmed: Confirmed) -> dict[tuple, tuple[float, str]]:
-    """Seconds per step of a compiled program's collectives by (kind, line, jax op), with their shapes."""
-    compiled = confirmed.compiled
-    step = compiled.communication().time(plan.machine.hardware)
-    out: dict[tuple, tuple[float, str]] = {}
-    for t in step.collectives:
-        col = t.collective
-        key = (col.kind, col.source, col.op_name)
-        seconds, shapes = out.get(key, (0.0, ""))
-        runs = f" x{col.executions}" if col.executions > 1 else ""
-        out[key] = (seconds + t.total, shapes or f"{', '.join(map(str, col.operands))} over {col.over}{runs}")
-    return out
+    """A compiled program's collectives by site (``_by_site``), timed as its step is."""
+    step = confirmed.compiled.communication().time(plan.machine.hardware)
+    return _by_site(((t.collective, t.total) for t in step.collectives), unnamed=True)
 
 
-def _by_site(c: Candidate) -> dict[tuple, tuple[float, str]]:
-    """Seconds per step of a candidate's collectives by (kind, line, jax op), with the per-device shapes."""
+def _by_site(timed: Any, unnamed: bool = False) -> dict[tuple, tuple[float, str]]:
+    """Seconds per step of ``(collective, seconds)`` pairs by (kind, line, jax op), with the first one's per-device
+    shapes and the axes it runs over (``unnamed``: also where it names none, as ``?``)."""
     out: dict[tuple, tuple[float, str]] = {}
-    for col, seconds in zip(c.reading.collectives, c.estimate.by_collective):
+    for col, seconds in timed:
         key = (col.kind, col.source, col.op_name)
         t, shapes = out.get(key, (0.0, ""))
         runs = f" x{col.executions}" if col.executions > 1 else ""
-        over = f" over {col.over}" if col.axes else ""
+        over = f" over {col.over}" if col.axes or unnamed else ""
         out[key] = (t + seconds, shapes or f"{', '.join(map(str, col.operands))}{over}{runs}")
     return out
 
