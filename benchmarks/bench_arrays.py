@@ -1,4 +1,5 @@
-"""Host <-> device data paths of shardkit.Array vs jax.Array vs a plain memcpy, 8 virtual CPU devices.
+"""Host <-> device data paths of shardkit against jax's and a plain memcpy, 8 virtual CPU devices: placing host
+data, gathering it back (``sk.device_get`` against ``np.asarray`` of a jax-built array) and resharding.
 
     python benchmarks/bench_arrays.py                         # 256 MiB float32 (8192 x 8192), 3 runs of 5 rounds
     python benchmarks/bench_arrays.py --runs 5                # the closing-note figures
@@ -9,8 +10,8 @@ page faults as any function that returns new memory (a memcpy into a prefaulted 
 Every row moves the same bytes (the array once). Per round each side runs once, in an order that rotates;
 a run's figures are the medians over its rounds of memcpy time / shardkit time ("x memcpy", higher is
 faster) and of jax time / shardkit time ("x jax"). The summary gives min/median/max over runs and checks
-the target against the worst run. Gathers use fresh Array objects over the same buffers, so no cached host
-value is reused.
+the target against the worst run. jax's gathers use fresh Array objects over the same buffers, so no cached host
+value is reused (``sk.device_get`` caches nothing).
 
 Targets (docs/design.md): callback and device_put >= 0.8x memcpy and >= 3x jax; gathers and reshards
 >= 0.8x memcpy and >= 1x jax.
@@ -36,10 +37,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _timing import samples, spread  # noqa: E402
 
 import shardkit as sk  # noqa: E402
-from shardkit import (
-    P,  # noqa: E402
-    array as ska,  # noqa: E402
-)
+from shardkit import P  # noqa: E402
 
 LAYOUTS = [("rows P('x')", ("x",)), ("cols P(None,'x')", (None, "x")), ("2-d P('x','y')", ("x", "y"))]
 
@@ -74,14 +72,12 @@ def main() -> None:
     def gather(s, js):
         if s.is_fully_replicated:  # 2 GiB of device memory: place it once, and give jax the same buffers
             x = sk.device_put(src, s)
-            j = jax.make_array_from_single_device_arrays(
-                src.shape, js, [sh.data.to_jax() for sh in x.addressable_shards]
-            )
+            j = jax.make_array_from_single_device_arrays(src.shape, js, [sh.data for sh in x.addressable_shards])
         else:
             x, j = sk.device_put(src, s), jax.device_put(src, js)
         buffers = [sh.data for sh in j.addressable_shards]
-        return (
-            lambda: np.asarray(ska.wrap(x._impl, s)),
+        return (  # jax caches np.asarray's value on the array: a fresh array over the same buffers each time
+            lambda: sk.device_get(x),
             lambda: np.asarray(jax.make_array_from_single_device_arrays(src.shape, js, buffers)),
         )
 
@@ -97,7 +93,7 @@ def main() -> None:
         rows.append((f"device_put(numpy) {label}", lambda spec=spec: put(*shardings(*spec)), 0.8, 3.0))
     for label, spec in [*LAYOUTS, ("replicated P()", ())]:
         target = (None, 1.0) if spec == () else (0.8, 1.0)  # replicated: zero-copy on both sides
-        rows.append((f"gather np.asarray {label}", lambda spec=spec: gather(*shardings(*spec)), *target))
+        rows.append((f"gather sk.device_get {label}", lambda spec=spec: gather(*shardings(*spec)), *target))
     for a, b in [(("x",), (None, "x")), (("x", "y"), ("y", "x")), (("y", "x"), ("x", "y"))]:
         rows.append((f"reshard P{a} -> P{b}", lambda a=a, b=b: reshard(shardings(*a), shardings(*b)), 0.8, 1.0))
     if args.only:

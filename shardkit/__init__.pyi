@@ -14,6 +14,7 @@ from .array import (
     Array as Array,
     Shard as Shard,
     asarray as asarray,
+    device_get as device_get,
     device_put as device_put,
     make_array_from_callback as make_array_from_callback,
     make_array_from_process_local_data as make_array_from_process_local_data,

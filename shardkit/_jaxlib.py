@@ -50,19 +50,26 @@ def tuple_sharding(elements: Sequence[HloSharding], shapes: Sequence[tuple[int, 
     return xc.HloSharding.tuple_sharding(shape, list(elements))
 
 
-# -- the jaxlib side of arrays ----------------------------------------------------------------------------------
-
-JaxlibSharding = xc.GSPMDSharding
+# -- jax's Array, carrying shardkit's shardings -----------------------------------------------------------------
 
 
-def gspmd_sharding(devices: Sequence[Any], hlo: HloSharding, memory_kind: str | None) -> JaxlibSharding:
-    """jaxlib's sharding for an HLO sharding over a device list: what every global jaxlib array of shardkit's
-    carries (``execute_sharded`` takes arrays of any sharding; this one needs no mesh)."""
+def gspmd_sharding(devices: Sequence[Any], hlo: HloSharding, memory_kind: str | None) -> Any:
+    """jaxlib's sharding for an HLO sharding over a device list: the jax form of a shardkit kind that jax has no
+    class for (``Sharding.to_jax``)."""
     return xc.GSPMDSharding(xc.DeviceList(tuple(devices)), hlo, memory_kind=memory_kind)
 
 
-def result_handler(aval: Any, sharding: JaxlibSharding) -> Any:
-    """jaxlib's handler that turns one output's per-device buffers into a global ``xc.ArrayImpl``.
+def shard_class() -> type:
+    """jax's ``Shard`` (device, index, replica_id, data), the class of ``Array.addressable_shards``' items: jax
+    exports it from no public module."""
+    from jax._src.array import Shard
+
+    return Shard
+
+
+def result_handler(aval: Any, sharding: Any) -> Any:
+    """jaxlib's handler that turns one output's per-device buffers into jax's Array (``xc.ArrayImpl``) carrying
+    ``sharding`` (a shardkit Sharding: jaxlib reads any jax Sharding through its interface).
 
     jax has no public form of it. On jaxlib 0.10 it takes ``_skip_checks``: the executor built ``sharding`` from
     the executable's own output sharding, so the per-call re-validation (about 10 us per output) would check
@@ -75,26 +82,28 @@ def result_handler(aval: Any, sharding: JaxlibSharding) -> Any:
 
 
 def array_impl(aval: Any, sharding: Any, buffers: Sequence[Any]) -> Any:
-    """A global ``xc.ArrayImpl`` over single-device arrays already in the sharding's addressable device order.
+    """jax's Array (``xc.ArrayImpl``, committed) over single-device arrays already in the sharding's addressable
+    device order.
 
-    Private because of ``_skip_checks``: the checking constructor re-validates and re-orders every buffer
-    (about 14 us against 4 us), and shardkit's Array has already run its own checks with its own messages.
+    jax builds its arrays from pieces only through ``make_array_from_single_device_arrays``, which re-validates
+    and re-orders every buffer (about 14 us against 4 us) and whose aval has no weak type; shardkit has already
+    run its own checks with its own messages (``_skip_checks``).
     """
     return xc.ArrayImpl(aval, sharding, list(buffers), committed=True, _skip_checks=True)
 
 
-def per_device_arrays(impl: Any) -> list[Any]:
-    """The single-device arrays of a jaxlib array, in its sharding's addressable device order.
+def per_device_arrays(x: Any) -> list[Any]:
+    """The single-device arrays of jax's Array, in its sharding's addressable device order.
 
     ``jax.Array.addressable_data(i)`` is the public way, one array and one deleted-check per call; the data
     paths need the whole list at once.
     """
-    return impl._arrays
+    return x._arrays
 
 
-def put_host_pieces(aval: Any, sharding: JaxlibSharding, pieces: Sequence[np.ndarray], devices: Sequence[Any]) -> Any:
-    """A global jaxlib array from one host piece per device, placed without copying (jax's ``device_put`` copies;
-    jaxlib's zero-copy placement aliases 64-byte-aligned host memory on CPU)."""
+def put_host_pieces(aval: Any, sharding: Any, pieces: Sequence[np.ndarray], devices: Sequence[Any]) -> Any:
+    """jax's Array from one host piece per device, placed without copying (jax's ``device_put`` copies; jaxlib's
+    zero-copy placement aliases 64-byte-aligned host memory on CPU)."""
     return xc.batched_device_put(
         aval, sharding, list(pieces), list(devices), True, False, xc.HostBufferSemantics.ZERO_COPY
     )
@@ -107,7 +116,7 @@ def collect_garbage() -> None:
     xc._xla.collect_garbage()
 
 
-def copy_to_devices(buffers: Sequence[Any], devices: Sequence[Any], shardings: Sequence[JaxlibSharding]) -> list[Any]:
+def copy_to_devices(buffers: Sequence[Any], devices: Sequence[Any], shardings: Sequence[Any]) -> list[Any]:
     """Copies each single-device buffer to its device, device to device, in one batch (jax's public
     ``device_put`` goes through its own sharding and dispatch machinery for each)."""
     return xc.batched_copy_array_to_devices_with_sharding(
@@ -261,6 +270,75 @@ def execute_with_tokens(
     return tokens, results.consume_with_handlers(handlers), runtime_token
 
 
+def dispatch_cache(capacity: int) -> Any:
+    """A cache of C++ dispatch entries (``cpp_dispatch``'s), for shardkit's functions alone: jax's own default
+    caches are shared by every ``jax.jit`` in the process."""
+    return _jax.PjitFunctionCache(capacity=capacity)
+
+
+def cpp_dispatch(
+    name: str,
+    fun: Callable[..., Any] | None,
+    cache_miss: Callable[..., tuple[Any, Any]],
+    static_argnums: Sequence[int],
+    static_argnames: Sequence[str],
+    key: Any,
+    shard_arg: Callable[[Any, Any], Any],
+    cache: Any = None,
+) -> Callable[..., Any]:
+    """jaxlib's C++ dispatch, the callable ``jax.jit`` builds, running shardkit's executables: jax's C++ fast
+    path takes only its own Arrays, and no public jax function builds one around an executable jax did not
+    compile.
+
+    A call flattens its arguments (jax's dispatch pytree registry) and computes a signature: each Array's aval,
+    sharding and committedness, other leaves' dtypes and shapes, the static arguments, and jax's context (its
+    mesh, x64). The first call of a signature runs ``cache_miss(*args, **kwargs)``, which returns ``(outputs,
+    fast_path)``: the call's outputs, and ``fast_path(...)``'s record or None. With a record, later calls of the
+    signature run the executable in C++: Array leaves as they are, every other leaf through
+    ``shard_arg(leaf, sharding)``; the outputs are jax's Arrays with the record's shardings. With None, every call
+    of the signature runs ``cache_miss``. ``fun`` is what jax calls under ``jax.disable_jit()`` and, with
+    ``key``, which entries of ``cache`` the callable shares (None: entries of its own; jaxlib holds ``fun``
+    weakly).
+    """
+    from jax._src import tree_util
+
+    def miss(*args: Any, **kwargs: Any) -> tuple[Any, Any, bool]:
+        outputs, fast = cache_miss(*args, **kwargs)
+        return outputs, fast, False  # False: keep the entry
+
+    def fallback(x: Any, sharding: Any, layout: Any) -> Any:
+        return shard_arg(x, sharding)
+
+    extra = () if cache is None else (cache,)
+    return _jax.pjit(
+        name, fun, miss, list(static_argnums), list(static_argnames), key, tree_util.dispatch_registry, fallback, *extra
+    )
+
+
+def fast_path(
+    executable: Any, out_tree: Any, in_shardings: Sequence[Any], out_shardings: Sequence[Any], out_avals: Sequence[Any]
+) -> Any:
+    """The record ``cpp_dispatch``'s C++ path runs a signature from: the executable, the output tree, each argument
+    leaf's sharding (what a leaf that is not an Array is placed as), each output's sharding and aval (jax's
+    ``ShapedArray``, with its weak type). Every argument is kept and committed outputs only, in default layouts;
+    jax's record (``pxla.MeshExecutableFastpathData``, one form from jax 0.10 through 0.12) also carries constants
+    jax hoists out of its programs, which shardkit's have none of."""
+    from jax._src.interpreters import pxla
+
+    n_in, n_out = len(in_shardings), len(out_shardings)
+    return pxla.MeshExecutableFastpathData(
+        executable,
+        out_tree,
+        list(in_shardings),
+        list(out_shardings),
+        list(out_avals),
+        [True] * n_out,
+        [True] * n_in,
+        [None] * n_in,
+        [],
+    )
+
+
 def jax_mesh_reader() -> Callable[[], Any]:
     """A function that gives the concrete mesh of jax's context (``jax.set_mesh``), empty where none is set, for
     the caller to keep: every lowering and every steady-state call asks it. ``jax.sharding.get_mesh`` is the public
@@ -341,26 +419,6 @@ def exported(
     )
 
 
-def register_array_type(cls: type, aval: Any, to_jax: Any) -> None:
-    """Makes jax's dispatch take ``cls`` as one of its own arrays, as jax registers its ``EArray``: ``aval(x)`` is
-    its abstract value (``jax.typeof``, tracing), ``to_jax(x)`` the jax Array it passes to a computation or
-    embeds as a constant. jax's public route for foreign arrays, a pytree node, cannot make the array a leaf,
-    so trees of such arrays would not match trees of jax Arrays; these tables are private to jax."""
-    from jax._src import core, dtypes
-    from jax._src.interpreters import mlir, pxla
-
-    def shard_arg(xs: Sequence[Any], shardings: Any, layouts: Any, copy_semantics: Any) -> Any:
-        return pxla.shard_args(shardings, layouts, copy_semantics, [to_jax(x) for x in xs])
-
-    def typeof(x: Any) -> Any:  # with the mesh axes jax records in a value's type, as for its own arrays
-        return core.update_aval_with_sharding(aval(x), to_jax(x).sharding)
-
-    core.pytype_aval_mappings[cls] = typeof
-    dtypes.register_canonicalize_value_handler(cls, None)
-    pxla.shard_arg_handlers[cls] = shard_arg
-    mlir.register_constant_handler(cls, lambda x, aval: mlir.ir_constant(np.asarray(x)))
-
-
 def register_sharding_subclass(cls: type, jax_cls: type) -> None:
     """Makes jax treat ``cls``, a subclass of its sharding class ``jax_cls``, as ``jax_cls`` where it looks the
     class up by exact type: jax names a ``jit`` result after its arguments' shardings through a table keyed by
@@ -380,16 +438,6 @@ def wrap_keys(data: Any, dtype: Any) -> Any:
     import jax
 
     return jax.random.wrap_key_data(data, impl=dtype._impl)
-
-
-def jax_array_api() -> tuple[list[str], list[str]]:
-    """(method names, property names) that jax installs on its Arrays from ``jax.numpy`` (``__mul__``, ``mean``,
-    ``reshape``, ``at``, ...): the list is private to jax and changes between releases."""
-    from jax._src.numpy import array_methods
-
-    methods = [f"__{name}__" for name in array_methods._array_operators]
-    methods += list(array_methods._array_methods)
-    return methods, list(array_methods._array_properties)
 
 
 def hlo_text_to_stablehlo(text: str) -> bytes:

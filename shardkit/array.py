@@ -1,31 +1,29 @@
-"""Array: one logical array laid out over devices, as per-device jaxlib buffers plus a shardkit Sharding.
+"""Arrays: jax's own Array (jaxlib's ``ArrayImpl``) holding the buffers, a shardkit Sharding saying where they lie.
 
-An ``Array`` keeps a global jaxlib ``xc.ArrayImpl`` (``_impl``) whose sharding is ``jaxlib_sharding(sharding,
-ndim)`` and whose buffers are this process's per-device pieces in the sharding's addressable device order:
-exactly what ``execute_sharded`` takes, so a compiled call rebuilds nothing. Other processes' pieces are
-never held; ``global_shards`` lists them with ``data=None``.
+There is one Array type in the process, jax's: ``shardkit.Array`` is ``jax.Array``. Every path here returns jax's
+``ArrayImpl`` whose ``sharding`` is the shardkit Sharding that shardkit decided (kind, mesh, spec, memory kind);
+jax's methods (indexing, ``addressable_shards``, ``np.asarray``, operators) read the layout through that
+sharding's index maps, and jax's C++ dispatch takes the array as its own. The buffers are this process's
+per-device pieces in the sharding's addressable device order: exactly what ``execute_sharded`` takes.
 
 Data paths, all written against the sharding model's index maps:
 - host -> devices (``device_put``, ``make_array_from_callback``): each distinct piece is copied once into
   64-byte-aligned memory that shardkit owns, then placed without a second copy (on CPU jaxlib aliases
   aligned host memory, so placing the caller's memory directly would let later writes to it change the
   Array);
-- devices -> host (``np.asarray``): each distinct piece is read once into the result, replicas skipped;
+- devices -> host (``device_get``): each distinct piece is read once into the result, replicas skipped;
 - devices -> devices (resharding): a device keeps its buffer when it already holds its new piece, gets a
   device-to-device copy when another device holds that piece, and only pieces that exist nowhere whole are
-  assembled on the host from the pieces that overlap them.
+  assembled, by a compiled program (``executor.reshard``) or on the host.
 
 Pieces are handled as boxes, ``((start, stop), ...)`` per dimension. A PmapSharding index drops its mapped
 dimension (``(i, slice(None))``); XLA has no rank-dropping sharding, so such an Array's device buffers keep
-that dimension with size 1 (the equivalent tiled GSPMD layout) and ``Shard.data`` has that shape too.
+that dimension with size 1 (the equivalent tiled GSPMD layout) and a shard's ``data`` has that shape too.
 """
 
 from __future__ import annotations
 
-import math
-import operator
-import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -50,22 +48,21 @@ Shape = tuple[int, ...]
 Index = tuple[Any, ...]
 Device = Any
 
-# -- the jaxlib side of a sharding ----------------------------------------------------------------------
-
-
-@memoize()
-def jaxlib_sharding(sharding: Sharding, ndim: int) -> _jaxlib.JaxlibSharding:
-    """The jaxlib sharding an Array of rank ``ndim`` hands to XLA: the HLO form over the device assignment.
-
-    Every kind maps the same way, PmapSharding included (its HLO tiles the mapped dimension, so its device
-    buffers keep that dimension with size 1).
-    """
-    return _jaxlib.gspmd_sharding(sharding.device_assignment, sharding.to_hlo(ndim), sharding.memory_kind)
+Array = jax.Array  # the one Array type: jax's (``isinstance(x, shardkit.Array)`` holds for every jax Array)
+Shard = _jaxlib.shard_class()  # what ``Array.addressable_shards`` holds: device, index, replica_id, data
 
 
 @memoize()
 def shaped_array(shape: Shape, dtype: np.dtype, weak_type: bool) -> ShapedArray:
     return ShapedArray(shape, dtype, weak_type=weak_type)
+
+
+def new_array(
+    shape: Shape, dtype: np.dtype, sharding: Sharding, buffers: Sequence[Any], weak_type: bool = False
+) -> Array:
+    """jax's Array over per-device buffers already in ``sharding``'s addressable device order (no checks, no
+    copies): what every path here and the executor's reshard end in."""
+    return _jaxlib.array_impl(shaped_array(shape, dtype, weak_type), sharding, buffers)
 
 
 @memoize(maxsize=None)
@@ -117,11 +114,22 @@ def _layout(sharding: Sharding, shape: Shape) -> _Layout:
     return _Layout(devices, boxes, first, piece)
 
 
+def piece_shape(sharding: Sharding, shape: Shape) -> Shape:
+    """The shape of each device buffer of an Array of ``shape`` laid out as ``sharding``."""
+    return _layout(sharding, shape).piece_shape
+
+
 @memoize()
 def _holds_every_piece(sharding: Sharding, shape: Shape) -> bool:
     """Whether this process's devices hold every distinct piece (so it can build the whole value)."""
     everywhere = {_box(i, shape) for i in sharding.devices_indices_map(shape).values()}
     return everywhere == set(_layout(sharding, shape).boxes)
+
+
+def _sharding_of(x: Array) -> Sharding:
+    """The shardkit Sharding of an Array: its own where shardkit placed it, else jax's converted."""
+    s = x.sharding
+    return s if isinstance(s, Sharding) else from_jax(s, x.ndim)
 
 
 # -- host memory (shardkit.host_copy: aligned, recycled buffers and copies between boxes) -----------------
@@ -136,18 +144,20 @@ def _owned_pieces(layout: _Layout, dtype: np.dtype, sources_of: Callable[[int], 
     return pieces
 
 
-def _put(sharding: Sharding, shape: Shape, dtype: np.dtype, layout: _Layout, pieces: list[np.ndarray]) -> Any:
-    """A global jaxlib array from shardkit-owned host pieces, one per local device, placed without copying."""
-    aval, target = shaped_array(shape, dtype, False), jaxlib_sharding(sharding, len(shape))
+def _put(
+    sharding: Sharding, shape: Shape, dtype: np.dtype, layout: _Layout, pieces: list[np.ndarray], weak: bool = False
+) -> Array:
+    """An Array from shardkit-owned host pieces, one per local device, placed without copying."""
+    aval = shaped_array(shape, dtype, weak)
     if not pieces:  # none of the array lives on this process
-        return _jaxlib.array_impl(aval, target, [])
+        return _jaxlib.array_impl(aval, sharding, [])
     if sharding.is_fully_replicated and len(pieces) > 1:
         # batched_device_put places a fully replicated value once and lets every device share that memory.
-        return _jaxlib.array_impl(aval, target, [_put_one(p, d) for p, d in zip(pieces, layout.devices)])
-    return _jaxlib.put_host_pieces(aval, target, pieces, layout.devices)
+        return _jaxlib.array_impl(aval, sharding, [_put_one(p, d) for p, d in zip(pieces, layout.devices)])
+    return _jaxlib.put_host_pieces(aval, sharding, pieces, layout.devices)
 
 
-def _put_one(piece: np.ndarray, device: Device) -> Any:
+def _put_one(piece: np.ndarray, device: Device) -> Array:
     single = _on_device(device)
     return _put(single, piece.shape, piece.dtype, _layout(single, piece.shape), [piece])
 
@@ -158,444 +168,287 @@ def _to_host(buffers: Sequence[Any]) -> list[np.ndarray]:
     return [np.asarray(b) for b in buffers]
 
 
-# -- Shard -------------------------------------------------------------------------------------------------
+# -- devices -> host ---------------------------------------------------------------------------------------
 
 
-class Shard:
-    """One piece of an Array: the device holding it, its index into the global array, and its data.
-
-    ``replica_id`` numbers the copies of one piece (0 for the first device in device order holding it);
-    ``data`` is a single-device ``Array``, or None for another process's device.
-    """
-
-    __slots__ = ("_global_shape", "_sharding", "data", "device")
-
-    def __init__(self, device: Device, sharding: Sharding, global_shape: Shape, data: Array | None = None):
-        self.device = device
-        self.data = data
-        self._sharding = sharding
-        self._global_shape = global_shape
-
-    @property
-    def index(self) -> Index:
-        return self._sharding.devices_indices_map(self._global_shape)[self.device]
-
-    @property
-    def replica_id(self) -> int:
-        return self._sharding.replica_ids(self._global_shape)[self.device]
-
-    def __repr__(self) -> str:
-        return f"Shard(device={self.device!r}, index={self.index}, replica_id={self.replica_id}, data={self.data})"
-
-
-# -- Array -------------------------------------------------------------------------------------------------
-
-
-class Array(jax.Array):
-    """A global array sharded over devices: a ``jax.Array`` whose sharding is shardkit's.
-
-    jax takes it as one of its own arrays (a pytree leaf, an argument of ``jax.jit`` and ``jnp`` functions, a
-    value for ``jax.typeof``), and its operators and methods are a jax Array's, computed on the devices.
-
-    Construct from per-device arrays (the checks below), or with ``device_put``,
-    ``make_array_from_callback``, ``make_array_from_single_device_arrays`` or
-    ``make_array_from_process_local_data``.
-
-    Args:
-        shape: the global shape.
-        sharding: how the pieces are laid out.
-        arrays: one single-device array (shardkit or jax) per addressable device of ``sharding``, in any order.
-        dtype: the expected dtype; by default that of the first array.
+def device_get(x: Any) -> Any:
+    """Every Array in ``x`` (an Array, or a pytree of them) as a read-only numpy array, as ``jax.device_get`` gives
+    it, by shardkit's gather: each distinct piece is read once, replicas skipped, into recycled aligned host
+    memory on a thread pool (``np.asarray(x)`` is jax's own gather; ``benchmarks/bench_arrays.py`` compares the
+    two). Other leaves come back as they are.
 
     Examples:
         >>> mesh = make_mesh((4, 2), ("x", "y"))
         >>> x = device_put(np.arange(16.0).reshape(8, 2), NamedSharding(mesh, P("x", "y")))
-        >>> x.addressable_shards[1].index, x.addressable_data(1).shape
-        ((slice(0, 2, None), slice(1, 2, None)), (2, 1))
+        >>> device_get({"x": x, "n": 3})["x"][3]
+        array([6., 7.], dtype=float32)
     """
+    return jax.tree_util.tree_map(lambda v: _gather(v) if isinstance(v, jax.Array) else v, x)
 
-    __slots__ = ("_impl", "_npy", "_sharding", "_shards", "_view", "_weak_type")
-    __hash__ = None  # type: ignore[assignment]  # mutable via delete(), like jax.Array
 
-    def __init__(self, shape: Sequence[int], sharding: Sharding, arrays: Sequence[Any], *, dtype: Any = None):
-        init(self, *_checked(canonical_shape(shape), sharding, arrays, dtype))
-
-    # -- what the array is ----------------------------------------------------------------------------
-
-    @property
-    def shape(self) -> Shape:
-        return self._impl.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._impl.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self._impl.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self._impl.shape)
-
-    @property
-    def sharding(self) -> Sharding:
-        return self._sharding
-
-    @property
-    def device(self) -> Device | Sharding:
-        """The one device of a single-device array, else its sharding (as a jax Array's ``device``)."""
-        self._check_if_deleted()
-        return self._sharding.device_assignment[0] if self._sharding.num_devices == 1 else self._sharding
-
-    @property
-    def committed(self) -> bool:
-        """Always True: a shardkit Array stays where it was placed (jax moves only uncommitted arrays)."""
-        return True
-
-    @property
-    def aval(self) -> ShapedArray:
-        """jax's abstract value of the array (shape, dtype, weak type)."""
-        return shaped_array(self._impl.shape, self._impl.dtype, self._weak_type)
-
-    @property
-    def weak_type(self) -> bool:
-        return self._weak_type
-
-    @property
-    def is_fully_replicated(self) -> bool:
-        return self._sharding.is_fully_replicated
-
-    @property
-    def is_fully_addressable(self) -> bool:
-        return self._sharding.is_fully_addressable
-
-    # -- lifetime ---------------------------------------------------------------------------------------
-
-    def delete(self) -> None:
-        """Frees the device buffers now; every later use of the array raises RuntimeError."""
-        self._impl.delete()
-        self._npy = None
-        self._shards = None
-        self._view = None
-
-    def is_deleted(self) -> bool:
-        """Whether the array, or any of this process's pieces of it, has been freed. Deleting one piece
-        (``x.addressable_data(i).delete()``) frees that piece of ``x`` too; jax 0.10 still reports such an array
-        as not deleted, and crashes the process when it is used."""
-        return not alive(self._impl)
-
-    def _check_if_deleted(self) -> None:
-        if alive(self._impl):
-            return
-        if self._impl.is_deleted():
-            raise RuntimeError(f"Array has been deleted with shape={_short(self.shape, self.dtype)}.")
+def _gather(x: Array) -> np.ndarray:
+    if isinstance(x, jax.core.Tracer):
+        raise TypeError(f"device_get needs concrete Arrays, got the tracer {x} (inside a jax transformation).")
+    if is_key(x.dtype):
+        raise TypeError(f"device_get of a typed PRNG key array ({x.dtype}): jax.random.key_data(keys) gives its data.")
+    check_alive(x)
+    shape, sharding = x.shape, _sharding_of(x)
+    layout = _layout(sharding, shape)
+    if not layout.devices or (not sharding.is_fully_addressable and not _holds_every_piece(sharding, shape)):
         raise RuntimeError(
-            f"Array of shape={_short(self.shape, self.dtype)} has a deleted piece: its buffer on "
-            f"{deleted_piece(self)} was freed (deleting one of its addressable shards' data frees that piece of "
-            "the Array)."
+            "Fetching the value of an Array that spans non-addressable (non process local) devices is not "
+            "possible. Use shardkit.multihost.process_allgather to gather the global array, or inspect "
+            "this process's pieces with .addressable_shards."
         )
+    buffers = _jaxlib.per_device_arrays(x)
+    if sharding.is_fully_replicated:
+        value = np.asarray(buffers[0]).reshape(shape)  # zero-copy on CPU
+    else:
+        distinct = layout.distinct
+        pieces = _to_host([buffers[p] for p in distinct])
+        value = aligned_empty(shape, x.dtype)  # recycled once no one holds this value any more
+        run(fill(value, _full(shape), [(layout.boxes[p], v) for p, v in zip(distinct, pieces)]))
+    value.flags.writeable = False
+    return value
 
-    def block_until_ready(self) -> Array:
-        self._check_if_deleted()
-        self._impl.block_until_ready()
-        return self
 
-    def copy_to_host_async(self) -> None:
-        """Starts copying each distinct piece to the host, so a later ``np.asarray`` waits less."""
-        self._check_if_deleted()
-        buffers = _jaxlib.per_device_arrays(self._impl)
-        for p in _layout(self._sharding, self.shape).distinct:
-            buffers[p].copy_to_host_async()
+# -- placing host values -------------------------------------------------------------------------------------
 
-    def on_device_size_in_bytes(self) -> int:
-        """Bytes of device memory over all devices (replicas included)."""
-        self._check_if_deleted()
-        return _jaxlib.per_device_arrays(self._impl)[0].on_device_size_in_bytes() * self._sharding.num_devices
 
-    # -- shards -----------------------------------------------------------------------------------------
+def _host_value(x: Any) -> tuple[np.ndarray, np.dtype, bool]:
+    """(numpy value, canonical dtype, weak_type) of a host value: Python scalars are weakly typed, as in jax."""
+    weak = isinstance(x, (int, float, complex)) and not isinstance(x, (bool, np.generic))
+    value = np.asarray(x)
+    dtype = device_dtype(value.dtype)
+    if weak and isinstance(x, int) and not np.can_cast(np.min_scalar_type(x), dtype):
+        raise OverflowError(f"Python int {x} too large to convert to {dtype}.")
+    return value, dtype, weak
 
-    def devices(self) -> frozenset[Device]:
-        self._check_if_deleted()
-        return self._sharding.device_set
 
-    @property
-    def addressable_shards(self) -> list[Shard]:
-        """This process's shards, in the sharding's device order."""
-        self._check_if_deleted()
-        if self._shards is None:
-            shape = self.shape
-            self._shards = [
-                Shard(d, self._sharding, shape, wrap(b, _on_device(d), weak_type=self._weak_type))
-                for d, b in zip(_layout(self._sharding, shape).devices, _jaxlib.per_device_arrays(self._impl))
-            ]
-            share(self._impl)
-        return self._shards
+def _as_sharding(sharding: Any, ndim: int) -> Sharding:
+    if sharding is None:
+        return _on_device(jax.devices()[0])
+    if is_device(sharding):
+        return _on_device(sharding)
+    if is_sharding_like(sharding):
+        return as_sharding(sharding, ndim, "device_put")
+    raise TypeError(
+        f"device_put needs a shardkit or jax Sharding, a PartitionSpec under `with mesh:`, a Device or None; "
+        f"got {sharding!r}."
+    )
 
-    @property
-    def global_shards(self) -> list[Shard]:
-        """Every device's shard in device order; ``data`` is None on other processes' devices."""
-        local = {s.device: s for s in self.addressable_shards}
-        if len(local) == self._sharding.num_devices:
-            return list(self.addressable_shards)
-        return [local.get(d) or Shard(d, self._sharding, self.shape) for d in self._sharding.device_assignment]
 
-    def addressable_data(self, index: int) -> Array:
-        """The single-device Array on this process's ``index``-th device."""
-        return self.addressable_shards[index].data
+def device_put(x: Any, sharding: Any = None) -> Any:
+    """``x`` (an array, or a pytree of arrays) placed as ``sharding`` says: a Sharding (shardkit's, jax's, or a bare
+    PartitionSpec under ``with mesh:``), a Device, None (the first device), or a pytree of those matching a
+    prefix of ``x``'s tree, as ``jax.device_put`` takes them.
 
-    # -- host values --------------------------------------------------------------------------------------
+    Each leaf may be a numpy array or scalar, or a jax Array (resharded: buffers that already hold their piece
+    are kept, others are copied device to device, and only pieces no device holds whole are assembled). Host
+    data is copied, so writing to ``x`` afterwards never changes the Array. The result is jax's Array whose
+    sharding is shardkit's.
 
-    @property
-    def _value(self) -> np.ndarray:
-        """The whole value on the host, read-only and cached; each distinct piece is read once."""
-        self._check_if_deleted()
-        if self._npy is not None:
-            return self._npy
-        shape, sharding = self.shape, self._sharding
-        layout = _layout(sharding, shape)
-        buffers = _jaxlib.per_device_arrays(self._impl)
-        if not layout.devices or (not sharding.is_fully_addressable and not _holds_every_piece(sharding, shape)):
-            raise RuntimeError(
-                "Fetching the value of an Array that spans non-addressable (non process local) devices is not "
-                "possible. Use shardkit.multihost.process_allgather to gather the global array, or inspect "
-                "this process's pieces with .addressable_shards."
-            )
-        if sharding.is_fully_replicated:
-            value = np.asarray(buffers[0]).reshape(shape)  # zero-copy on CPU
+    Examples:
+        >>> mesh = make_mesh((4, 2), ("x", "y"))
+        >>> x = device_put(np.arange(8.0), NamedSharding(mesh, P("x")))
+        >>> [s.index for s in x.addressable_shards[:3]]
+        [(slice(0, 2, None),), (slice(0, 2, None),), (slice(2, 4, None),)]
+        >>> tree = device_put({"w": np.ones((8, 2)), "b": np.zeros(2)}, {"w": NamedSharding(mesh, P("x")), "b": None})
+        >>> tree["w"].sharding.spec, tree["b"].sharding.device
+        (P('x',), CpuDevice(id=0))
+    """
+    if isinstance(x, (jax.Array, np.ndarray, np.generic, int, float, complex)):
+        return _put_leaf(x, sharding)
+    leaves, tree = jax.tree_util.tree_flatten(x)
+    try:
+        targets = jax.tree.broadcast(sharding, x, is_leaf=lambda s: is_sharding_like(s) or is_device(s))
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"device_put's shardings are not a prefix of the value's tree: {e}") from None
+    flat_targets = jax.tree_util.tree_leaves(targets, is_leaf=lambda s: is_sharding_like(s) or is_device(s))
+    return jax.tree_util.tree_unflatten(tree, [_put_leaf(v, s) for v, s in zip(leaves, flat_targets)])
+
+
+def is_key(dtype: Any) -> bool:
+    """Whether ``dtype`` is an extended dtype (a typed PRNG key's, ``key<fry>``): the value is a key array, which
+    XLA holds as its key data (``jax.random.key_data``: the array's shape plus trailing dimensions, uint32)."""
+    return jax.dtypes.issubdtype(dtype, jax.dtypes.extended)
+
+
+def _put_leaf(x: Any, sharding: Any) -> Array:
+    if isinstance(x, jax.Array) and is_key(x.dtype):
+        return _put_keys(x, sharding)
+    if isinstance(x, jax.Array):
+        x = asarray(x)
+        if sharding is None:
+            return x
+        return reshard(x, _as_sharding(sharding, x.ndim))
+    return _from_host(x, sharding)
+
+
+def _put_keys(keys: jax.Array, sharding: Any) -> jax.Array:
+    """A typed PRNG key array placed as ``sharding`` says, as jax's key array (what ``jax.device_put`` returns):
+    its key data is placed, with the data's extra trailing dimensions whole, and wrapped back without a copy."""
+    data = jax.random.key_data(keys)
+    if sharding is not None:
+        target = _as_sharding(sharding, keys.ndim)
+        sharding = physical_sharding(target, keys.ndim, data.ndim - keys.ndim)
+    return _jaxlib.wrap_keys(_put_leaf(data, sharding), keys.dtype)
+
+
+def _from_host(x: Any, sharding: Any) -> Array:
+    value, dtype, weak = _host_value(x)
+    sharding = _as_sharding(sharding, value.ndim)
+    shape = value.shape
+    layout = _layout(sharding, shape)
+    full = _full(shape)
+    pieces = _owned_pieces(layout, dtype, lambda pos: [(full, value)])
+    return _put(sharding, shape, dtype, layout, pieces, weak)
+
+
+# -- resharding ------------------------------------------------------------------------------------------
+
+
+_device_reshard: list[Callable[[Array, Sharding], Array | None]] = []
+
+
+def use_device_reshard(fn: Callable[[Array, Sharding], Array | None]) -> None:
+    """Installs the reshard by a compiled program (``shardkit.executor.reshard``, which needs lowering and the
+    executor, both above this module): ``fn(x, sharding)`` returns the resharded Array, or None to leave it
+    to the paths here."""
+    _device_reshard[:] = [fn]
+
+
+def reshard(x: Array, sharding: Sharding) -> Array:
+    """``x`` laid out as ``sharding``: kept buffers, device-to-device
+    copies, and the pieces no device holds whole assembled by the installed device reshard (a compiled program)
+    or, where it declines, on the host. Kept buffers are shared with ``x``, as jax shares them between an Array
+    and one built from its pieces."""
+    check_alive(x)
+    if not isinstance(x.sharding, Sharding):  # placed by jax: the same buffers under shardkit's form of its sharding
+        x = asarray(x)
+    shape, dtype, source = x.shape, x.dtype, x.sharding
+    if sharding == source:
+        return x
+    src, dst = _layout(source, shape), _layout(sharding, shape)
+    buffers = _jaxlib.per_device_arrays(x)
+    holders: dict[Box, list[int]] = {}
+    for pos, box in enumerate(src.boxes):
+        holders.setdefault(box, []).append(pos)
+    out: list[Any] = [None] * len(dst.devices)
+    copies: list[int] = []  # dst positions filled by a device-to-device copy
+    assemble: list[int] = []  # dst positions whose piece no device holds whole
+    for pos, (device, box) in enumerate(zip(dst.devices, dst.boxes)):
+        candidates = holders.get(box)
+        if candidates is None:
+            assemble.append(pos)
+            continue
+        here = [p for p in candidates if src.devices[p] == device]
+        if here:
+            out[pos] = buffers[here[0]]
         else:
-            distinct = layout.distinct
-            pieces = _to_host([buffers[p] for p in distinct])
-            value = aligned_empty(shape, self.dtype)  # recycled once no one holds this value any more
-            run(fill(value, _full(shape), [(layout.boxes[p], v) for p, v in zip(distinct, pieces)]))
-        value.flags.writeable = False
-        self._npy = value
-        return value
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        return np.asarray(self._value, dtype=dtype, **({} if copy is None else {"copy": copy}))
-
-    def tolist(self) -> Any:
-        return self._value.tolist()
-
-    def tobytes(self, order: str = "C") -> bytes:
-        return self._value.tobytes(order)
-
-    def __repr__(self) -> str:
-        dtype_str = f"dtype={self.dtype.name}" + (", weak_type=True" if self._weak_type else "")
-        if self.is_deleted():
-            return f"Array(shape={self.shape}, {dtype_str}, deleted=True)"
-        if not (self.is_fully_addressable or self.is_fully_replicated) or not self._sharding.addressable_devices:
-            return f"Array(shape={self.shape}, {dtype_str})"
-        prefix = "Array("
-        width = np.get_printoptions()["linewidth"]
-        if self.size == 0:
-            body = f"[], shape={self.shape}"
-        else:
-            body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ", max_line_width=width)
-        last_line = len(body) - body.rfind("\n") + 1
-        sep = " " * len(prefix) if last_line + len(dtype_str) + 2 > width else " "
-        return f"{prefix}{body},{sep}{dtype_str})"
-
-    def __str__(self) -> str:
-        return str(self._value)
-
-    def __format__(self, format_spec: str) -> str:
-        value = self._value
-        return format(value if value.ndim else value[()], format_spec)
-
-    # -- Python protocols (numpy's semantics and errors) ---------------------------------------------
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of unsized object")
-        return self.shape[0]
-
-    def __iter__(self) -> Iterator[Array]:
-        if not self.shape:
-            raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
-
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
-    def __int__(self) -> int:
-        return int(self._value)
-
-    def __float__(self) -> float:
-        return float(self._value)
-
-    def __complex__(self) -> complex:
-        return complex(self._value)
-
-    def __index__(self) -> int:
-        return operator.index(self._value)
-
-    def __getitem__(self, idx: Any) -> Array:
-        """A piece of the array. An index that selects exactly one stored piece returns that device's buffer
-        (no copy, as jax does); any other index is jax's indexing, on the devices."""
-        self._check_if_deleted()
-        box = _as_box(idx, self.shape)
-        if box is not None:
-            layout = _layout(self._sharding, self.shape)
-            if box == _full(self.shape):
-                return self
-            for pos, b in enumerate(layout.boxes):
-                if b == box:
-                    return self.addressable_data(pos)
-        return _as_shardkit(self.to_jax()[idx])
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_unpickle, (np.array(self._value), self._sharding, self._weak_type))
-
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        return self._single_buffer("__dlpack__").__dlpack__(**kwargs)
-
-    def __dlpack_device__(self) -> tuple[Any, int]:
-        return self._single_buffer("__dlpack_device__").__dlpack_device__()
-
-    def unsafe_buffer_pointer(self) -> int:
-        """The device address of a single-device array's buffer."""
-        return self._single_buffer("unsafe_buffer_pointer()", ValueError).unsafe_buffer_pointer()
-
-    def _single_buffer(self, what: str, error: type[Exception] = BufferError) -> Any:
-        self._check_if_deleted()
-        if self._sharding.num_devices != 1:
-            raise error(
-                f"{what} can only pack an array on a single device, but this Array's sharding spans "
-                f"{self._sharding.num_devices} devices. Use .addressable_data(i) for one device's piece."
-            )
-        return _jaxlib.per_device_arrays(self._impl)[0]
-
-    # -- interop --------------------------------------------------------------------------------------
-
-    def __jax_array__(self) -> jax.Array:
-        """What ``jnp`` functions that read array-likes before tracing take: the zero-copy jax view."""
-        return self.to_jax()
-
-    def to_jax(self) -> jax.Array:
-        """The same device buffers as a ``jax.Array`` (no copy): deleting either deletes both. Made once per
-        Array: jax asks for it on every call of a ``jax.jit`` function the Array goes into."""
-        self._check_if_deleted()
-        if self._view is None:
-            target = self._sharding.to_jax(self.ndim)
-            share(self._impl)
-            self._view = _jaxlib.array_impl(
-                shaped_array(self.shape, self.dtype, self._weak_type), target, _jaxlib.per_device_arrays(self._impl)
-            )
-        return self._view
-
-
-# -- device buffers held by more than one array ------------------------------------------------------------
-
-# The global jaxlib arrays (by id) whose device buffers another array may hold too: one whose per-device arrays
-# were handed out (addressable shards, to_jax) or came from the caller (per-device arrays, a jax Array), and
-# both sides of a reshard or relabel that kept buffers. Deleting one holder frees those pieces of the others,
-# so only these can lose a piece while the first buffer lives on (jaxlib's is_deleted looks at that one);
-# every other array needs no per-buffer check, which matters: a fresh result's per-device arrays cost ~50 us
-# to read the first time.
-_SHARING_BUFFERS: dict[int, Any] = {}
-
-
-def share(*impls: Any) -> None:
-    """Records that another array may hold the device buffers of each of ``impls``."""
-    for impl in impls:
-        key = id(impl)
-        if key not in _SHARING_BUFFERS:
-
-            def forget(ref: weakref.ref, key: int = key) -> None:
-                if _SHARING_BUFFERS.get(key) is ref:  # not a newer array that reuses the id
-                    del _SHARING_BUFFERS[key]
-
-            _SHARING_BUFFERS[key] = weakref.ref(impl, forget)
-
-
-def shared(impl: Any) -> bool:
-    """Whether another array may hold some of ``impl``'s device buffers (see ``share``)."""
-    return id(impl) in _SHARING_BUFFERS
-
-
-def alive(impl: Any) -> bool:
-    """Whether a global jaxlib array and every one of its device buffers is still allocated (the dispatch path
-    asks before each call: XLA crashes the process on a freed buffer). A dictionary lookup unless the
-    buffers are shared; then about 0.6 us for 8 local buffers."""
-    if impl.is_deleted():
-        return False
-    if id(impl) not in _SHARING_BUFFERS:
-        return True
-    buffers = _jaxlib.per_device_arrays(impl)
-    return not buffers or not any(map(type(buffers[0]).is_deleted, buffers))  # unbound: half a methodcaller's cost
-
-
-def deleted_piece(x: Array) -> Device | None:
-    """The local device whose piece of ``x`` was freed while the rest of ``x`` lives on, or None."""
-    for device, buffer in zip(_layout(x._sharding, x.shape).devices, _jaxlib.per_device_arrays(x._impl)):
-        if buffer.is_deleted():
-            return device
-    return None
-
-
-def init(arr: Array, impl: Any, sharding: Sharding, weak_type: bool) -> None:
-    arr._impl = impl
-    arr._sharding = sharding
-    arr._weak_type = weak_type
-    arr._npy = None
-    arr._shards = None
-    arr._view = None
+            out[pos] = buffers[candidates[0]]
+            copies.append(pos)
+    if assemble and _device_reshard:
+        moved = _device_reshard[0](x, sharding)
+        if moved is not None:
+            return moved
+    if assemble and not _holds_every_piece(source, shape):
+        raise ValueError(
+            f"Cannot reshard an Array of shape {shape} that spans other processes' devices from {source} "
+            f"to {sharding}: the new pieces on devices {[dst.devices[p].id for p in assemble]} are not held "
+            "whole by any local device."
+        )
+    if copies:
+        moved = _jaxlib.copy_to_devices(
+            [out[p] for p in copies], [dst.devices[p] for p in copies], [_on_device(dst.devices[p]) for p in copies]
+        )
+        for p, b in zip(copies, moved):
+            out[p] = b
+    if assemble:
+        distinct = src.distinct
+        sources = list(zip((src.boxes[p] for p in distinct), _to_host([buffers[p] for p in distinct])))
+        if len(assemble) == len(dst.devices):
+            pieces = _owned_pieces(dst, dtype, lambda pos: sources)
+            return _put(sharding, shape, dtype, dst, pieces, x.weak_type)
+        for p in assemble:
+            piece = aligned_empty(dst.piece_shape, dtype)
+            run(fill(piece, dst.boxes[p], sources))
+            out[p] = _put_one(piece, dst.devices[p])
+    return new_array(shape, dtype, sharding, out, x.weak_type)
 
 
 def relabel(x: Array, shape: Shape, sharding: Sharding) -> Array:
     """This process's device buffers of ``x`` as an Array of another global ``shape`` and ``sharding`` that places
     the same pieces on the same local devices (a host-local view of a global Array, or the reverse): no copy."""
-    impl = _jaxlib.array_impl(
-        shaped_array(shape, x.dtype, x.weak_type), jaxlib_sharding(sharding, x.ndim), _jaxlib.per_device_arrays(x._impl)
-    )
-    share(x._impl, impl)
-    return wrap(impl, sharding, weak_type=x.weak_type)
+    return new_array(shape, x.dtype, sharding, _jaxlib.per_device_arrays(x), x.weak_type)
 
 
-def sharding_mismatch(path: str, got: Sharding, expected: Sharding) -> ValueError:
+# -- jax interop -----------------------------------------------------------------------------------------
+
+
+def asarray(x: Any) -> Array:
+    """``x`` as an Array whose sharding is shardkit's: an Array placed by shardkit is returned as it is; another
+    jax Array becomes one over the same device buffers (no copy; both then hold them), committed where it is;
+    anything else (a list too, as ``jnp.asarray`` reads it) is placed on the first device as one array.
+
+    Examples:
+        >>> asarray(jax.numpy.arange(4)).sharding
+        SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)
+    """
+    if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+        if is_key(x.dtype):
+            raise TypeError(
+                f"A typed PRNG key array ({x.dtype}) stays jax's key array: shardkit's arrays hold numbers. sk.jit "
+                "and sk.device_put take key arrays as they are; jax.random.key_data(keys) gives their data."
+            )
+        if isinstance(x.sharding, Sharding) and x.committed:
+            if x.is_deleted():
+                raise RuntimeError(f"Array has been deleted with shape={_short(x.shape, x.dtype)}.")
+            return x
+        check_alive(x)  # its buffers are read
+        return new_array(x.shape, x.dtype, _sharding_of(x), _jaxlib.per_device_arrays(x), x.weak_type)
+    return _from_host(x, None)
+
+
+def check_alive(x: Array) -> None:
+    """RuntimeError for an Array deleted whole (jax's message) or with a piece freed through a shard's data,
+    before shardkit's paths read its buffers."""
+    if x.is_deleted():
+        raise RuntimeError(f"Array has been deleted with shape={_short(x.shape, x.dtype)}.")
+    dead = deleted_piece(x)
+    if dead is not None:
+        raise RuntimeError(
+            f"Array of shape={_short(x.shape, x.dtype)} has a deleted piece: its buffer on {dead} was freed "
+            "(deleting one of its addressable shards' data frees that piece of the Array)."
+        )
+
+
+def deleted_piece(x: Array) -> Device | None:
+    """The local device whose piece of ``x`` was freed while ``x`` itself is not deleted (jax's ``is_deleted`` reads
+    the first buffer only, and XLA meets the freed one: jaxlib 0.10 crashes, later releases raise), or None."""
+    for b in _jaxlib.per_device_arrays(x):
+        if b.is_deleted():
+            (device,) = b.sharding.device_set  # devices() refuses a deleted array
+            return device
+    return None
+
+
+def sharding_mismatch(path: str, got: Any, expected: Sharding) -> ValueError:
     """The one error for an Array argument whose sharding is not the one a computation takes (at lowering,
     against ``in_shardings``; at a call, against what XLA compiled): shardkit never reshards silently."""
     return ValueError(
-        f"Argument {path} is sharded as {got} over devices {[d.id for d in got.device_assignment]}, but the "
+        f"Argument {path} is sharded as {got} over devices {[d.id for d in got._device_assignment]}, but the "
         f"computation takes {expected} over devices {[d.id for d in expected.device_assignment]}. Move it with "
         "sk.device_put(x, sharding) first."
     )
-
-
-def wrap(impl: Any, sharding: Sharding, *, weak_type: bool = False) -> Array:
-    """An Array over a global jaxlib array that already matches ``sharding``: no checks, no copies.
-
-    The executor's result handlers call this on every output, so it only fills the slots.
-    """
-    arr = Array.__new__(Array)
-    init(arr, impl, sharding, weak_type)
-    return arr
-
-
-def _unpickle(value: np.ndarray, sharding: Sharding, weak_type: bool) -> Array:
-    return _from_host(value, sharding, weak_type)
-
-
-def _as_box(idx: Any, shape: Shape) -> Box | None:
-    """The box an index of plain slices selects, or None when it drops, strides or fancy-indexes anything."""
-    idx = idx if isinstance(idx, tuple) else (idx,)
-    if len(idx) > len(shape) or not all(isinstance(s, slice) for s in idx):
-        return None
-    if any(s.step not in (None, 1) for s in idx):
-        return None
-    return _box(idx + (slice(None),) * (len(shape) - len(idx)), shape)
 
 
 # -- constructor checks ---------------------------------------------------------------------------------
 
 
 def _single_device(a: Any, i: int) -> tuple[Any, Device]:
-    if isinstance(a, Array):
-        a = a._impl
-    if not isinstance(a, jax.Array):
-        raise TypeError(f"Per-device array {i} must be a shardkit or jax Array on one device, got {type(a).__name__}.")
+    if not isinstance(a, jax.Array) or isinstance(a, jax.core.Tracer):
+        raise TypeError(f"Per-device array {i} must be a jax Array on one device, got {type(a).__name__}.")
     if a.is_deleted():
         raise ValueError(f"Per-device array {i} has been deleted.")
     devices = a.devices()
@@ -607,8 +460,9 @@ def _single_device(a: Any, i: int) -> tuple[Any, Device]:
     return a, next(iter(devices))
 
 
-def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any) -> tuple[Any, Sharding, bool]:
-    """Validates per-device arrays against the sharding (jax's ``ArrayImpl`` constructor checks) and builds the impl."""
+def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any) -> Array:
+    """Validates per-device arrays against the sharding (jax's ``ArrayImpl`` constructor checks, with shardkit's
+    messages) and builds the Array over them."""
     if not isinstance(sharding, Sharding):
         raise TypeError(f"sharding must be a shardkit Sharding, got {type(sharding).__name__}.")
     if not isinstance(arrays, (Sequence, np.ndarray)):
@@ -653,10 +507,8 @@ def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any
         pieces = [aligned_empty(layout.piece_shape, dtype) for _ in ordered]
         for piece, host in zip(pieces, _to_host(ordered)):
             np.copyto(piece, host.reshape(layout.piece_shape))
-        return _put(sharding, shape, dtype, layout, pieces), sharding, False
-    impl = _jaxlib.array_impl(shaped_array(shape, dtype, False), jaxlib_sharding(sharding, len(shape)), ordered)
-    share(impl)  # the caller keeps the per-device arrays
-    return impl, sharding, False
+        return _put(sharding, shape, dtype, layout, pieces)
+    return new_array(shape, dtype, sharding, ordered)  # shares the caller's buffers, as jax's constructor does
 
 
 # -- constructors --------------------------------------------------------------------------------------
@@ -665,7 +517,8 @@ def _checked(shape: Shape, sharding: Sharding, arrays: Sequence[Any], dtype: Any
 def make_array_from_single_device_arrays(
     shape: Sequence[int], sharding: Sharding, arrays: Sequence[Any], *, dtype: Any = None
 ) -> Array:
-    """An Array from one single-device array per addressable device of ``sharding`` (no copies).
+    """An Array from one single-device array per addressable device of ``sharding`` (no copies: the Array and the
+    single-device arrays then hold the same buffers, as with jax's function of the same name).
 
     ``shape`` is the global shape; it double-checks what ``sharding`` and the arrays' shapes imply. ``dtype``
     must match the arrays' (it is required only where this process holds none of the array).
@@ -678,7 +531,7 @@ def make_array_from_single_device_arrays(
         >>> make_array_from_single_device_arrays((8, 8), s, arrays).shape
         (8, 8)
     """
-    return Array(shape, sharding, arrays, dtype=dtype)
+    return _checked(canonical_shape(shape), sharding, arrays, dtype)
 
 
 def _requested_dtype(dtype: Any, found: np.dtype | None, fname: str) -> np.dtype:
@@ -759,7 +612,7 @@ def make_array_from_callback(
     if not values:
         dtype = _requested_dtype(dtype, None, "make_array_from_callback")
     pieces = _owned_pieces(layout, dtype, lambda pos: [(layout.boxes[pos], values[pos])])
-    return wrap(_put(sharding, shape, dtype, layout, pieces), sharding)
+    return _put(sharding, shape, dtype, layout, pieces)
 
 
 def make_array_from_process_local_data(
@@ -835,273 +688,3 @@ def _local_to_global_shape(sharding: Sharding, local_shape: Shape) -> Shape:
             )
         out.append(n * total // held)
     return tuple(out)
-
-
-def _host_value(x: Any) -> tuple[np.ndarray, np.dtype, bool]:
-    """(numpy value, canonical dtype, weak_type) of a host value: Python scalars are weakly typed, as in jax."""
-    weak = isinstance(x, (int, float, complex)) and not isinstance(x, (bool, np.generic))
-    value = np.asarray(x)
-    dtype = device_dtype(value.dtype)
-    if weak and isinstance(x, int) and not np.can_cast(np.min_scalar_type(x), dtype):
-        raise OverflowError(f"Python int {x} too large to convert to {dtype}.")
-    return value, dtype, weak
-
-
-def _as_sharding(sharding: Any, ndim: int) -> Sharding:
-    if sharding is None:
-        return _on_device(jax.devices()[0])
-    if is_device(sharding):
-        return _on_device(sharding)
-    if is_sharding_like(sharding):
-        return as_sharding(sharding, ndim, "device_put")
-    raise TypeError(
-        f"device_put needs a shardkit or jax Sharding, a PartitionSpec under `with mesh:`, a Device or None; "
-        f"got {sharding!r}."
-    )
-
-
-def device_put(x: Any, sharding: Any = None) -> Any:
-    """``x`` (an array, or a pytree of arrays) placed as ``sharding`` says: a Sharding (shardkit's, jax's, or a bare
-    PartitionSpec under ``with mesh:``), a Device, None (the first device), or a pytree of those matching a
-    prefix of ``x``'s tree, as ``jax.device_put`` takes them.
-
-    Each leaf may be a numpy array or scalar, a shardkit Array (resharded: buffers that already hold their piece
-    are kept, others are copied device to device, and only pieces no device holds whole go through the host) or
-    a jax Array (wrapped without copying, then resharded). Host data is copied, so writing to ``x`` afterwards
-    never changes the Array.
-
-    Examples:
-        >>> mesh = make_mesh((4, 2), ("x", "y"))
-        >>> x = device_put(np.arange(8.0), NamedSharding(mesh, P("x")))
-        >>> [s.index for s in x.addressable_shards[:3]]
-        [(slice(0, 2, None),), (slice(0, 2, None),), (slice(2, 4, None),)]
-        >>> tree = device_put({"w": np.ones((8, 2)), "b": np.zeros(2)}, {"w": NamedSharding(mesh, P("x")), "b": None})
-        >>> tree["w"].sharding.spec, tree["b"].sharding.device
-        (P('x',), CpuDevice(id=0))
-    """
-    if isinstance(x, (Array, jax.Array, np.ndarray, np.generic, int, float, complex)):
-        return _put_leaf(x, sharding)
-    leaves, tree = jax.tree_util.tree_flatten(x)
-    try:
-        targets = jax.tree.broadcast(sharding, x, is_leaf=lambda s: is_sharding_like(s) or is_device(s))
-    except (ValueError, TypeError) as e:
-        raise ValueError(f"device_put's shardings are not a prefix of the value's tree: {e}") from None
-    flat_targets = jax.tree_util.tree_leaves(targets, is_leaf=lambda s: is_sharding_like(s) or is_device(s))
-    return jax.tree_util.tree_unflatten(tree, [_put_leaf(v, s) for v, s in zip(leaves, flat_targets)])
-
-
-def is_key(dtype: Any) -> bool:
-    """Whether ``dtype`` is an extended dtype (a typed PRNG key's, ``key<fry>``): the value is a key array, which
-    XLA holds as its key data (``jax.random.key_data``: the array's shape plus trailing dimensions, uint32)."""
-    return jax.dtypes.issubdtype(dtype, jax.dtypes.extended)
-
-
-def _put_leaf(x: Any, sharding: Any) -> Array:
-    if isinstance(x, jax.Array) and is_key(x.dtype):
-        return _put_keys(x, sharding)
-    if isinstance(x, (Array, jax.Array)):
-        x = asarray(x)
-        if sharding is None:
-            return x
-        return reshard(x, _as_sharding(sharding, x.ndim))
-    return _from_host(x, sharding)
-
-
-def _put_keys(keys: jax.Array, sharding: Any) -> jax.Array:
-    """A typed PRNG key array placed as ``sharding`` says, as jax's key array (what ``jax.device_put`` returns):
-    its key data is placed, with the data's extra trailing dimensions whole, and wrapped back without a copy."""
-    data = jax.random.key_data(keys)
-    if sharding is not None:
-        target = _as_sharding(sharding, keys.ndim)
-        sharding = physical_sharding(target, keys.ndim, data.ndim - keys.ndim)
-    return _jaxlib.wrap_keys(_put_leaf(data, sharding).to_jax(), keys.dtype)
-
-
-def _from_host(x: Any, sharding: Any, weak_type: bool | None = None) -> Array:
-    value, dtype, weak = _host_value(x)
-    sharding = _as_sharding(sharding, value.ndim)
-    shape = value.shape
-    layout = _layout(sharding, shape)
-    full = _full(shape)
-    pieces = _owned_pieces(layout, dtype, lambda pos: [(full, value)])
-    weak = weak if weak_type is None else weak_type
-    return wrap(_put(sharding, shape, dtype, layout, pieces), sharding, weak_type=weak)
-
-
-# -- resharding ------------------------------------------------------------------------------------------
-
-
-_device_reshard: list[Callable[[Array, Sharding], Array | None]] = []
-
-
-def use_device_reshard(fn: Callable[[Array, Sharding], Array | None]) -> None:
-    """Installs the reshard by a compiled program (``shardkit.executor.reshard``, which needs lowering and the
-    executor, both above this module): ``fn(x, sharding)`` returns the resharded Array, or None to leave it
-    to the paths here."""
-    _device_reshard[:] = [fn]
-
-
-def reshard(x: Array, sharding: Sharding) -> Array:
-    """``x`` laid out as ``sharding``: kept buffers, device-to-device copies, and the pieces no device holds
-    whole assembled by the installed device reshard (a compiled program) or, where it declines, on the host."""
-    x._check_if_deleted()
-    shape, dtype = x.shape, x.dtype
-    if sharding == x._sharding:
-        return x
-    src, dst = _layout(x._sharding, shape), _layout(sharding, shape)
-    buffers = _jaxlib.per_device_arrays(x._impl)
-    holders: dict[Box, list[int]] = {}
-    for pos, box in enumerate(src.boxes):
-        holders.setdefault(box, []).append(pos)
-    out: list[Any] = [None] * len(dst.devices)
-    copies: list[int] = []  # dst positions filled by a device-to-device copy
-    assemble: list[int] = []  # dst positions whose piece no device holds whole
-    for pos, (device, box) in enumerate(zip(dst.devices, dst.boxes)):
-        candidates = holders.get(box)
-        if candidates is None:
-            assemble.append(pos)
-            continue
-        here = [p for p in candidates if src.devices[p] == device]
-        if here:
-            out[pos] = buffers[here[0]]
-        else:
-            out[pos] = buffers[candidates[0]]
-            copies.append(pos)
-    if assemble and _device_reshard:
-        moved = _device_reshard[0](x, sharding)
-        if moved is not None:
-            return moved
-    if assemble and not _holds_every_piece(x._sharding, shape):
-        raise ValueError(
-            f"Cannot reshard an Array of shape {shape} that spans other processes' devices from {x._sharding} "
-            f"to {sharding}: the new pieces on devices {[dst.devices[p].id for p in assemble]} are not held "
-            "whole by any local device."
-        )
-    if copies:
-        moved = _jaxlib.copy_to_devices(
-            [out[p] for p in copies],
-            [dst.devices[p] for p in copies],
-            [jaxlib_sharding(_on_device(dst.devices[p]), len(shape)) for p in copies],
-        )
-        for p, b in zip(copies, moved):
-            out[p] = b
-    if assemble:
-        distinct = src.distinct
-        sources = list(zip((src.boxes[p] for p in distinct), _to_host([buffers[p] for p in distinct])))
-        if len(assemble) == len(dst.devices):
-            pieces = _owned_pieces(dst, dtype, lambda pos: sources)
-            return wrap(_put(sharding, shape, dtype, dst, pieces), sharding, weak_type=x._weak_type)
-        for p in assemble:
-            piece = aligned_empty(dst.piece_shape, dtype)
-            run(fill(piece, dst.boxes[p], sources))
-            out[p] = _put_one(piece, dst.devices[p])
-    impl = _jaxlib.array_impl(shaped_array(shape, dtype, False), jaxlib_sharding(sharding, len(shape)), out)
-    share(x._impl, impl)  # pieces already in place are kept, not copied
-    return wrap(impl, sharding, weak_type=x._weak_type)
-
-
-# -- jax interop -----------------------------------------------------------------------------------------
-
-
-def asarray(x: Any) -> Array:
-    """``x`` as a shardkit Array: a jax Array is wrapped without copying its device buffers (both then share
-    them); a shardkit Array is returned as is; anything else (a list too, as ``jnp.asarray`` reads it) is
-    placed on the first device as one array.
-
-    Examples:
-        >>> asarray(jax.numpy.arange(4)).sharding
-        SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)
-    """
-    if isinstance(x, Array):
-        return x
-    if isinstance(x, jax.Array):
-        if is_key(x.dtype):
-            raise TypeError(
-                f"A typed PRNG key array ({x.dtype}) stays jax's key array: a shardkit Array holds numbers. sk.jit "
-                "and sk.device_put take key arrays as they are; jax.random.key_data(keys) gives their data."
-            )
-        if x.is_deleted():
-            raise RuntimeError(f"Array has been deleted with shape={_short(x.shape, x.dtype)}.")
-        sharding = from_jax(x.sharding, x.ndim)
-        impl = _jaxlib.array_impl(
-            shaped_array(x.shape, x.dtype, x.weak_type), jaxlib_sharding(sharding, x.ndim), _jaxlib.per_device_arrays(x)
-        )
-        share(impl)  # the jax Array holds the same buffers
-        return wrap(impl, sharding, weak_type=x.weak_type)
-    return _from_host(x, None)
-
-
-def _as_shardkit(out: Any) -> Any:
-    """jax's concrete committed results as shardkit Arrays (zero copy); tracers and everything else as they are.
-
-    An uncommitted result stays jax's: jax puts such a value (``x.imag`` of a real array, a constant) on the
-    default device and moves it to wherever it is used next, while a shardkit Array stays where it is, so
-    wrapping it would pin a one-device piece that later operations over the mesh refuse (as jax would refuse a
-    committed one)."""
-    return jax.tree_util.tree_map(
-        lambda v: asarray(v) if isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer) and v.committed else v,
-        out,
-    )
-
-
-class _Results:
-    """A jax helper object (``x.at[i]``) whose methods' results come back as shardkit Arrays."""
-
-    __slots__ = ("_helper",)
-
-    def __init__(self, helper: Any):
-        self._helper = helper
-
-    def __getitem__(self, idx: Any) -> _Results:
-        return _Results(self._helper[idx])
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._helper, name)
-        return lambda *args, **kwargs: _as_shardkit(method(*args, **kwargs))
-
-
-def _forward_method(name: str) -> Callable[..., Any]:
-    def method(self: Array, *args: Any, **kwargs: Any) -> Any:
-        return _as_shardkit(getattr(self.to_jax(), name)(*args, **kwargs))
-
-    method.__name__ = name
-    method.__doc__ = f"``jax.Array.{name}`` on the zero-copy jax view; results are shardkit Arrays."
-    return method
-
-
-def _forward_property(name: str) -> property:
-    if name == "at":
-        return property(lambda self: _Results(self.to_jax().at), doc="``jax.Array.at``, giving shardkit Arrays.")
-    return property(lambda self: _as_shardkit(getattr(self.to_jax(), name)), doc=f"``jax.Array.{name}``.")
-
-
-def _forward_jax_array_api(cls: type[Array]) -> None:
-    """Gives ``cls`` every operator, method and property of a jax Array that it does not define itself (``x * 2``,
-    ``x.mean()``, ``x.reshape``, ``x.at[i].set(v)``, ...), computed on the devices by jax on the zero-copy jax view,
-    as jax computes them on its own Arrays (same values, same output sharding), and handed back as shardkit Arrays.
-    """
-    methods, properties = _jaxlib.jax_array_api()
-    for name in methods:
-        if name not in cls.__dict__:
-            setattr(cls, name, _forward_method(name))
-    for name in properties:
-        if name not in cls.__dict__:
-            setattr(cls, name, _forward_property(name))
-
-
-def register_array_type(cls: type[Array]) -> None:
-    """Makes jax take ``cls`` (``Array`` or a subclass: jax's dispatch tables are by exact type) as one of its own
-    arrays: its abstract value is ``x.aval`` and a computation receives its zero-copy jax view."""
-    _jaxlib.register_array_type(cls, _aval_of, _jax_view)
-
-
-def _aval_of(x: Array) -> ShapedArray:
-    return x.aval
-
-
-def _jax_view(x: Array) -> jax.Array:
-    return x.to_jax()
-
-
-_forward_jax_array_api(Array)
-register_array_type(Array)

@@ -1,9 +1,12 @@
-"""The pre-jax.Array names (``GlobalDeviceArray``), as a thin layer over ``shardkit.Array``.
+"""The pre-jax.Array names (``GlobalDeviceArray``), as a thin view over jax's Array.
 
-``GlobalDeviceArray`` is an ``Array`` whose sharding is ``NamedSharding(mesh, P(*mesh_axes))``, built the way
-the jax.Array migration guide maps it: the constructor is ``make_array_from_single_device_arrays`` and
-``from_callback`` is ``make_array_from_callback``; ``local_shards``/``local_data`` are ``addressable_shards``/
-``addressable_data``.
+A ``GlobalDeviceArray`` is one Array whose sharding is ``NamedSharding(mesh, P(*mesh_axes))``, built the way the
+jax.Array migration guide maps it: the constructor is ``make_array_from_single_device_arrays`` and
+``from_callback`` is ``make_array_from_callback``; ``local_shards``/``local_data`` are the Array's
+``addressable_shards``/``addressable_data``. The GDA API's instance attributes have no place on jax's Array class,
+so a GDA is a view that holds one (``.array``); jax and shardkit take it wherever they take that Array: it is a
+pytree over it (under a trace, the function sees the traced Array itself, as a GDA argument of ``pjit`` was an
+array to its body), numpy reads it through ``__array__`` and ``jnp`` functions through ``__jax_array__``.
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from shardkit.array import Array, Index, Shard, init, make_array_from_callback, register_array_type
+import jax
+import numpy as np
+
+from shardkit.array import Array, Index, Shard, make_array_from_callback, make_array_from_single_device_arrays
 from shardkit.mesh import Mesh
 from shardkit.partition_spec import PartitionSpec
 from shardkit.sharding import NamedSharding, index_key
@@ -22,7 +28,7 @@ def _sharding(mesh: Mesh, mesh_axes: Sequence[Any]) -> NamedSharding:
     return NamedSharding(mesh, spec)
 
 
-class GlobalDeviceArray(Array):
+class GlobalDeviceArray:
     """A logical array sharded over a mesh's devices (and processes), by mesh axis names per dimension.
 
     Args:
@@ -37,19 +43,25 @@ class GlobalDeviceArray(Array):
         >>> gda = GlobalDeviceArray.from_callback((8, 8), mesh, P("x", "y"), lambda index: data[index])
         >>> gda.local_shards[0].data.shape, gda.mesh_axes
         ((2, 4), P('x', 'y'))
+        >>> out = sk.jit(lambda x: x @ x.T)(gda)   # the function sees the Array; it returns an Array
+        >>> out.shape, type(gda.array) is type(out)
+        ((8, 8), True)
     """
 
-    __slots__ = ()
+    __slots__ = ("array",)
+    array: Array  # the jax Array this GDA views
 
     def __init__(
         self, global_shape: Sequence[int], global_mesh: Mesh, mesh_axes: Sequence[Any], device_buffers: Sequence[Any]
     ):
-        super().__init__(global_shape, _sharding(global_mesh, mesh_axes), device_buffers)
+        self.array = make_array_from_single_device_arrays(
+            global_shape, _sharding(global_mesh, mesh_axes), device_buffers
+        )
 
     @classmethod
     def _of(cls, arr: Array) -> GlobalDeviceArray:
         out = cls.__new__(cls)
-        init(out, arr._impl, arr._sharding, arr._weak_type)
+        out.array = arr
         return out
 
     @classmethod
@@ -104,22 +116,78 @@ class GlobalDeviceArray(Array):
         arrays = data_callback([(index, tuple(devices)) for index, devices in holders.values()])
         return cls(global_shape, global_mesh, mesh_axes, arrays)
 
+    # -- the GDA attributes, read off the Array ------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.array.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.array.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.array.ndim
+
+    @property
+    def size(self) -> int:
+        return self.array.size
+
+    @property
+    def sharding(self) -> NamedSharding:
+        return self.array.sharding
+
     @property
     def mesh(self) -> Mesh:
-        return self._sharding.mesh
+        return self.array.sharding.mesh
 
     @property
     def mesh_axes(self) -> PartitionSpec:
-        return self._sharding.spec
+        return self.array.sharding.spec
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self.array.is_fully_replicated
 
     @property
     def local_shards(self) -> list[Shard]:
-        return self.addressable_shards
+        return self.array.addressable_shards
+
+    @property
+    def global_shards(self) -> list[Shard]:
+        return self.array.global_shards
 
     def local_data(self, index: int) -> Array:
-        return self.addressable_data(index)
+        return self.array.addressable_data(index)
+
+    def block_until_ready(self) -> GlobalDeviceArray:
+        self.array.block_until_ready()
+        return self
+
+    def delete(self) -> None:
+        self.array.delete()
+
+    def is_deleted(self) -> bool:
+        return self.array.is_deleted()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        return np.asarray(self.array, dtype=dtype, **({} if copy is None else {"copy": copy}))
+
+    def __jax_array__(self) -> Array:
+        return self.array
+
+    def __repr__(self) -> str:
+        return f"GlobalDeviceArray(shape={self.shape}, dtype={self.dtype.name}, mesh_axes={self.mesh_axes})"
 
 
-register_array_type(GlobalDeviceArray)
+def _unflatten(_: None, children: Sequence[Any]) -> Any:
+    """A GDA again over a concrete Array of a mesh sharding; anything else (a tracer, under a trace) as it is."""
+    (x,) = children
+    concrete = isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+    return GlobalDeviceArray._of(x) if concrete and getattr(x.sharding, "mesh", None) is not None else x
+
+
+jax.tree_util.register_pytree_node(GlobalDeviceArray, lambda g: ((g.array,), None), _unflatten)
 
 __all__ = ["GlobalDeviceArray"]

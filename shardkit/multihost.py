@@ -1,6 +1,6 @@
 """Host-local <-> global conversions and gathers for programs that run one process per host.
 
-jax's ``multihost_utils`` helpers (as the jax.Array migration guide describes them) over shardkit Arrays. A
+jax's ``multihost_utils`` helpers (as the jax.Array migration guide describes them), shardkit's way. A
 host-local value is what one process sees: its arrays span only the process's part of the mesh
 (``mesh.local_mesh``). Each helper maps a pytree (jax.tree_util) with one PartitionSpec per leaf (a single spec
 applies to every leaf).
@@ -51,7 +51,7 @@ def host_local_array_to_global_array(local_inputs: Any, global_mesh: Mesh, pspec
     """Each process's local arrays -> global Arrays over ``global_mesh``, sharded as ``pspecs`` say.
 
     A local dimension cut into k pieces on this process's devices and n pieces overall grows by n / k.
-    A shardkit Array already laid out over the local mesh keeps its buffers (no copy).
+    An Array already laid out over the local mesh keeps its buffers (no copy).
 
     Examples:
         >>> mesh = make_mesh((4, 2), ("x", "y"))

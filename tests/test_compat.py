@@ -16,7 +16,7 @@ DATA = np.arange(64 * 32).reshape(64, 32)
 
 def test_gda_doc_example_from_callback():
     gda = GlobalDeviceArray.from_callback(DATA.shape, MESH, P("x", "y"), lambda index: DATA[index])
-    assert isinstance(gda, GlobalDeviceArray) and isinstance(gda, sk.Array)
+    assert isinstance(gda, GlobalDeviceArray) and isinstance(gda.array, sk.Array)  # a view of one jax Array
     assert gda.shape == (64, 32) and gda.ndim == 2 and gda.size == 64 * 32 and gda.dtype == np.int32
     assert gda.local_shards[0].data.shape == (16, 16)
     assert gda.local_shards[0].index == (slice(0, 16), slice(0, 16))
@@ -58,3 +58,25 @@ def test_gda_from_batched_callback_asks_once_for_every_distinct_index():
     np.testing.assert_array_equal(np.asarray(gda), DATA)
     replicated = GlobalDeviceArray.from_callback(DATA.shape, MESH, P(), lambda i: DATA[i])
     assert replicated.is_fully_replicated
+
+
+def test_a_gda_goes_where_its_array_goes_as_the_gda_doc_example_runs():
+    """The GDA page's example: a pjit (sk.jit) of ``x @ x.T`` over a GDA; the function sees the Array, and its
+    output is an Array (jax.Array replaced the GDA outputs)."""
+    gda = GlobalDeviceArray.from_callback(DATA.shape, MESH, P("x", "y"), lambda index: DATA[index])
+    f = sk.jit(lambda x: x @ x.T, out_shardings=sk.NamedSharding(MESH, P("y", "x")))
+    with MESH:
+        out = f(gda)
+    assert isinstance(out, sk.Array) and out.shape == (64, 64)
+    assert out.addressable_shards[0].data.shape == (32, 16)
+    np.testing.assert_array_equal(np.asarray(out), DATA @ DATA.T)
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda x: x + 1)(gda)), DATA + 1)  # jax takes it too
+    np.testing.assert_array_equal(np.asarray(jax.numpy.negative(gda)), -DATA)
+    again = jax.tree.map(lambda a: a, {"g": gda})["g"]
+    assert isinstance(again, GlobalDeviceArray) and again.array is gda.array
+    assert (
+        gda.block_until_ready() is gda
+        and repr(gda) == "GlobalDeviceArray(shape=(64, 32), dtype=int32, mesh_axes=P('x', 'y'))"
+    )
+    gda.delete()
+    assert gda.is_deleted()

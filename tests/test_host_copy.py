@@ -33,12 +33,12 @@ def test_buffers_are_reused_once_unreferenced():
     "hold",
     [
         lambda x: x,
-        lambda x: x.to_jax(),
+        lambda x: jax.make_array_from_single_device_arrays(x.shape, x.sharding, x._arrays),
         lambda x: x.addressable_shards[3].data,
         lambda x: np.asarray(x.addressable_shards[5].data)[1:],
         lambda x: sk.device_put(x, sk.NamedSharding(MESH, P(None, "x"))),  # host reshard: reads, then new pieces
     ],
-    ids=["array", "jax view", "shard", "numpy view of a shard", "resharded copy"],
+    ids=["array", "an Array over its pieces", "shard", "numpy view of a shard", "resharded copy"],
 )
 def test_referenced_buffers_are_never_handed_out(hold):
     x = sk.device_put(BIG, ROWS)
@@ -54,12 +54,12 @@ def test_referenced_buffers_are_never_handed_out(hold):
 
 def test_gathered_host_values_are_recycled_only_when_dropped():
     x = sk.device_put(BIG, sk.NamedSharding(MESH, P(None, "x")))
-    value = np.asarray(sk.array.wrap(x._impl, x.sharding))
+    value = sk.device_get(x)
     view = value[3:5]
     del value
     gc.collect()
     for _ in range(2):
-        np.asarray(sk.array.wrap(sk.device_put(BIG * 0, x.sharding)._impl, x.sharding))
+        sk.device_get(sk.device_put(BIG * 0, x.sharding))
     np.testing.assert_array_equal(view, BIG[3:5])
 
 

@@ -89,7 +89,7 @@ def test_program_is_cached_and_keeps_the_weak_type():
     reshard.reshard_on_devices(sk.device_put(np.ones((8, 8), np.float32), rows), cols, prefer="program")
     assert reshard.program.cache_info().hits == info.hits + 1
     weak = sk.device_put(np.ones((8, 8), np.float32), rows)
-    weak = sk.array.wrap(weak._impl, rows, weak_type=True)
+    weak = sk.array.new_array(weak.shape, weak.dtype, rows, weak._arrays, weak_type=True)
     assert reshard.reshard_on_devices(weak, cols, prefer="program").weak_type
 
 

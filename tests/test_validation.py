@@ -551,7 +551,7 @@ DEVICE_ERRORS = [
         "array-unclean-119 (pieces)",
         lambda: sk.make_array_from_single_device_arrays((8,), NS(MESH, P("x")), ["a"]),
         TypeError,
-        "Per-device array 0 must be a shardkit or jax Array on one device, got str",
+        "Per-device array 0 must be a jax Array on one device, got str",
     ),
     # fuzz-2026-11b: a pmap's pieces drop their mapped dimension, which process-local data indexed past; jax's
     # NamedSharding conversion indexes its spec by ndim unchecked.
@@ -614,7 +614,7 @@ def test_process_local_data_for_a_pmap_sharding_is_placed_as_device_put_places_i
     local = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
     x = sk.make_array_from_process_local_data(s, local, shape if global_shape == "given" else None)
     want = sk.device_put(local, s)
-    np.testing.assert_array_equal(np.asarray(x), local)
+    np.testing.assert_array_equal(sk.device_get(x), local)  # jax's np.asarray: see test_pmap_pieces_and_numpy
     assert x.sharding == s
     assert [(d.device, d.index) for d in x.addressable_shards] == [(d.device, d.index) for d in want.addressable_shards]
     for got, expected in zip(x.addressable_shards, want.addressable_shards):
@@ -635,26 +635,46 @@ def test_meshes_are_immutable_as_jax_meshes_are():
 
 def test_a_deleted_array_is_a_runtime_error_as_in_jax():
     """array-unclean-114 (an AttributeError with no message; its input is not in the catalogue): every accessor of
-    a deleted Array's data says it was deleted, as jax does; what does not need the data still answers."""
+    a deleted Array's data raises jax's own RuntimeError (the array is jax's); what does not need the data still
+    answers."""
     x = sk.device_put(np.ones((8, 4), np.float32), NS(MESH, P("x", "y")))
-    x.delete()
+    j = jax.device_put(np.ones((8, 4), np.float32), NS(MESH, P("x", "y")).to_jax(2))
+    x.delete(), j.delete()
     for use in [
-        lambda: x.addressable_shards,
-        lambda: x.global_shards,
-        lambda: x.devices(),
-        lambda: x.addressable_data(0),
-        lambda: x.on_device_size_in_bytes(),
-        lambda: x.block_until_ready(),
-        lambda: x.copy_to_host_async(),
-        lambda: x.unsafe_buffer_pointer(),
-        lambda: x[0],
-        lambda: x.tolist(),
-        lambda: pickle.dumps(x),
-        lambda: jax.numpy.sum(x),
+        lambda a: a.addressable_shards,
+        lambda a: a.global_shards,
+        lambda a: a.devices(),
+        lambda a: a.addressable_data(0),
+        lambda a: a.on_device_size_in_bytes(),
+        lambda a: a.block_until_ready(),
+        lambda a: a.copy_to_host_async(),
+        lambda a: a.unsafe_buffer_pointer(),
+        lambda a: a[0],
+        lambda a: a.tolist(),
+        lambda a: pickle.dumps(a),
+        lambda a: jax.numpy.sum(a),
     ]:
-        with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[8,4\]"):
-            use()
+        with pytest.raises(RuntimeError) as ours:
+            use(x)
+        with pytest.raises(RuntimeError) as theirs:
+            use(j)
+        assert str(ours.value) == str(theirs.value)
     assert (x.shape, x.sharding, x.is_deleted()) == ((8, 4), NS(MESH, P("x", "y")), True)
+    with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[8,4\]"):
+        sk.device_get(x)
+
+
+def test_pmap_pieces_and_numpy():
+    """A PmapSharding's pieces keep the mapped dimension with size 1 (XLA has no rank-dropping sharding) while its
+    index drops it, as jax 0.4's did: jax's own gather (``np.asarray``) copies each piece to its index, which numpy
+    broadcasts when the mapped dimension leads and refuses otherwise; shardkit's gather reads every layout."""
+    data = np.arange(32.0, dtype=np.float32).reshape(4, 8)
+    leading, inner = sk.device_put(data, sk.PmapSharding(DEVS[:4], 0)), sk.device_put(data, sk.PmapSharding(DEVS, 1))
+    for x in (leading, inner):
+        np.testing.assert_array_equal(sk.device_get(x), data)
+    np.testing.assert_array_equal(np.asarray(leading), data)
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(4,1\) into shape \(4,\)"):
+        np.asarray(inner)
 
 
 def test_zero_size_arrays_are_placed_and_lowered_as_jax_does():
@@ -729,20 +749,22 @@ ARRAY_CRASHES = {
         "a.delete(); sk.jit(lambda t: t * 2)(b)",
         r"ValueError: Argument args\[0\] has a deleted piece: its buffer on cpu:1 was freed",
     ),
-    "donated, and its jax view passed too": (
-        "a = fresh(); sk.jit(lambda a, b: a + b, donate_argnums=1)(a.to_jax(), a)",
+    "donated, and an Array over its pieces passed too": (
+        "a = fresh(); b = jax.make_array_from_single_device_arrays(a.shape, a.sharding, a._arrays)\n"
+        "sk.jit(lambda a, b: a + b, donate_argnums=1)(b, a)",
         r"ValueError: Argument args\[1\] is donated, but its buffer on cpu:0 is also passed as args\[0\]",
     ),
     "one shard deleted, then a compiled call": (
         "a = fresh(); a.addressable_data(2).delete(); sk.jit(lambda t: t * 2)(a)",
         r"ValueError: Argument args\[0\] has a deleted piece: its buffer on cpu:2 was freed",
     ),
-    "one shard deleted, then the cached call": (
-        "f = sk.jit(lambda t: t * 2); a = fresh(); f(a); a.addressable_data(5).delete(); f(a)",
+    "one shard deleted, then a new signature of a called function": (
+        "f = sk.jit(lambda t: t * 2); f(fresh()); a = sk.device_put(fresh(), NS(mesh, P('x')))\n"
+        "a.addressable_data(5).delete(); f(a)",
         r"ValueError: Argument args\[0\] has a deleted piece: its buffer on cpu:5",
     ),
-    "one shard deleted through jax, then a Compiled": (
-        "a = fresh(); c = sk.jit(lambda t: t * 2).lower(a).compile(); a.to_jax().addressable_data(7).delete(); c(a)",
+    "one shard deleted, then a Compiled": (
+        "a = fresh(); c = sk.jit(lambda t: t * 2).lower(a).compile(); a.addressable_data(7).delete(); c(a)",
         r"ValueError: Argument args\[0\] has a deleted piece: its buffer on cpu:7",
     ),
     "array-crash-97": (
@@ -790,7 +812,7 @@ ARRAY_CRASHES = {
         "out = np.array_equal(np.asarray(x), full) and x.sharding == s",
         r"ok: True",
     ),
-    "array-crash-106": ("a = fresh(); a.delete(); a.to_jax()", r"RuntimeError: Array has been deleted"),
+    "array-crash-106": ("a = fresh(); a.delete(); sk.asarray(a)", r"RuntimeError: Array has been deleted"),
     "array-crash-107": ("out = float(sk.device_put(float('nan'), NS(mesh, P())))", r"ok: nan"),
 }
 
@@ -868,15 +890,21 @@ def test_single_device_arrays_are_checked_before_jaxlib():
         sk.make_array_from_process_local_data(MESH, np.zeros((8, 8)))
 
 
-def test_a_deleted_piece_makes_the_array_deleted():
-    """jax 0.10 says such an array is not deleted, and crashes when it is used."""
+def test_shardkits_paths_name_a_deleted_piece():
+    """jax says such an array is not deleted (its is_deleted() reads the first buffer); shardkit's own paths read
+    every buffer and name the freed one."""
     x = sk.device_put(np.ones((8, 4), np.float32), NS(MESH, P("x", "y")))
-    x.addressable_data(2).delete()
-    assert x.is_deleted()
-    with pytest.raises(RuntimeError, match="has a deleted piece: its buffer on cpu:2 was freed"):
-        np.asarray(x)
-    with pytest.raises(RuntimeError, match="deleted piece"):
-        sk.device_put(x, NS(MESH, P("y")))
+    j = jax.device_put(np.ones((8, 4), np.float32), NS(MESH, P("x", "y")).to_jax(2))  # jax's own sharding
+    for a in (x, j):
+        a.addressable_data(2).delete()
+        assert not a.is_deleted()  # jax's answer, for jax's Array
+    for use in [
+        lambda: sk.device_get(x),
+        lambda: sk.device_put(x, NS(MESH, P("y"))),
+        lambda: sk.asarray(j),
+    ]:
+        with pytest.raises(RuntimeError, match=r"float32\[8,4\] has a deleted piece: its buffer on cpu:2 was freed"):
+            use()
 
 
 def test_eager_with_sharding_constraint_places_an_array_as_jax_does():

@@ -1,15 +1,17 @@
 """``Compiled``: a loaded executable with its argument and result handlers, built once and kept.
 
-Calling it: each argument leaf goes through its handler (``arguments``: checks, then the global jaxlib array),
-or, when the call repeats the last one (``arguments.LastCall.run``), straight to ``execute_sharded``; then
-``consume_with_handlers`` turns each output's buffers into one global jaxlib array, which
-``shardkit.array.wrap`` makes an ``sk.Array`` without copying. Its shardings are the ones XLA compiled, shown
-as the user's own sharding objects wherever those are equivalent.
+Calling it: jaxlib's C++ dispatch (``_jaxlib.cpp_dispatch``) computes the call's signature; the first call of a
+signature runs ``call_flat`` here, where each argument leaf goes through its handler (``arguments``: checks, then
+the Array ``execute_sharded`` takes) and ``consume_with_handlers`` turns each output's buffers into jax's Array
+carrying the output's shardkit Sharding; it hands C++ a record of the signature, and later calls of it run in
+C++ (``arguments`` says which signatures get none). The shardings are the ones XLA compiled, shown as the
+user's own sharding objects wherever those are equivalent.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,15 +19,14 @@ import jax
 
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
-from shardkit.array import Array, jaxlib_sharding, wrap
 from shardkit.executor.arguments import (
-    MISS,
     ArgumentHandler,
-    LastCall,
     buffers,
     check_donation,
     flatten_call,
     leaf_paths,
+    may_share,
+    place,
 )
 from shardkit.executor.targets import device_memory, device_topology
 from shardkit.inspect import CommunicationReport, MemoryReport, ProgramCost, memory_report, program_cost, xla_report
@@ -41,7 +42,7 @@ class Compiled:
 
     Examples:
         >>> compiled = sk.jit(lambda a: a * 2, out_shardings=s).lower(x).compile()
-        >>> y = compiled(x)          # an sk.Array sharded as s
+        >>> y = compiled(x)          # jax's Array, sharded as s
         >>> compiled.output_shardings
         NamedSharding(mesh=Mesh('x': 4, 'y': 2, axis_types=(Auto, Auto)), spec=P('x', 'y'), memory_kind=device)
     """
@@ -53,12 +54,11 @@ class Compiled:
         "_out_flat",
         "_handlers",
         "_results",
-        "_out_info",
-        "_single_output",
+        "_out_avals",
         "_donated",
         "_effects",
         "_local_devices",
-        "_last",
+        "_dispatch",
         "_cost",
         "_hlo",
     )
@@ -88,28 +88,26 @@ class Compiled:
 
         self._in_flat = chosen(lowered.in_shardings, params, lowered.in_avals)
         self._out_flat = chosen(lowered.out_shardings, outputs, lowered.out_avals)
-        self._last: LastCall | None = None
         self._cost: ProgramCost | None | bool = False  # not yet counted
         self._hlo: Any = None  # XLA's partitioned HloModule, fetched on first use (jaxlib rebuilds it each time)
         if lowered.target is None:
             self._prepare_calls(lowered)
+        else:
+            self._dispatch = self._refuse_call
 
     def _prepare_calls(self, lowered: LoweredModule) -> None:
         """The argument and result handlers a call runs through (a compile-only program has none)."""
         devices = lowered.device_assignment
         paths = leaf_paths(lowered.in_tree)
         self._handlers = tuple(ArgumentHandler(p, a, s) for p, a, s in zip(paths, lowered.in_avals, self._in_flat))
-        self._results = [
-            _jaxlib.result_handler(
-                jax.core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type), jaxlib_sharding(s, a.ndim)
-            )
-            for a, s in zip(lowered.out_avals, self._out_flat)
-        ]
-        self._out_info = tuple((s, a.weak_type) for s, a in zip(self._out_flat, lowered.out_avals))
-        self._single_output = lowered.out_tree.num_nodes == 1 and lowered.out_tree.num_leaves == 1
+        self._out_avals = tuple(
+            jax.core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type) for a in lowered.out_avals
+        )
+        self._results = [_jaxlib.result_handler(a, s) for a, s in zip(self._out_avals, self._out_flat)]
         self._donated = tuple(i for i, d in enumerate(lowered.donated) if d)
         self._effects = lowered.effects if lowered.effects.any else None
         self._local_devices = [d for d in devices if is_local(d)]
+        self._dispatch = _jaxlib.cpp_dispatch(lowered.name, None, self._cache_miss, (), (), "shardkit.Compiled", place)
 
     def _execute_with_effects(self, arguments: list[Any]) -> list[Any]:
         """Runs a program with side effects as jax runs its own: each ordered effect's current token goes in
@@ -201,20 +199,22 @@ class Compiled:
 
     # -- calling -----------------------------------------------------------------------------------------
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        last = self._last
-        if last is not None:
-            out = last.run(args, kwargs)
-            if out is not MISS:
-                return out
-        if self._lowered.target is not None:  # off the steady path: a compile-only program never has a last call
-            have = jax.devices()
-            raise ValueError(
-                f"Compiled {self._lowered.name} was compiled for target {self._lowered.target}, whose "
-                f"{self._lowered.num_partitions} devices this process does not have (it has {len(have)} "
-                f"{have[0].platform} devices): it can be inspected (as_text, communication, memory, "
-                "cost_analysis), not called."
-            )
+    # A call is jaxlib's C++ dispatch itself (made in ``_prepare_calls``): Python looks ``__call__`` up on the
+    # class, and a C-level getter hands back the dispatch callable, so no Python frame runs.
+    __call__ = property(operator.attrgetter("_dispatch"), doc="Calls the program on its arguments' tree.")
+
+    def _refuse_call(self, *args: Any, **kwargs: Any) -> Any:
+        """What calling a compile-only program does."""
+        have = jax.devices()
+        raise ValueError(
+            f"Compiled {self._lowered.name} was compiled for target {self._lowered.target}, whose "
+            f"{self._lowered.num_partitions} devices this process does not have (it has {len(have)} "
+            f"{have[0].platform} devices): it can be inspected (as_text, communication, memory, "
+            "cost_analysis), not called."
+        )
+
+    def _cache_miss(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """A call C++ dispatch has no record for: checked and run here; (outputs, the signature's record)."""
         leaves, tree = flatten_call(args, kwargs)
         if tree != self._lowered.in_tree:
             expected = self._lowered.in_tree
@@ -223,40 +223,43 @@ class Compiled:
                 f"({expected.num_leaves} arrays), but was called with {tree} ({tree.num_leaves} arrays). "
                 "Static arguments are not passed to a Compiled."
             )
-        out = self._call_flat(leaves)
-        self._last = LastCall.of(self, args, kwargs, leaves, tree)
-        return out
+        return self.call_flat(leaves)
 
-    def _call_flat(self, leaves: Sequence[Any], trusted: bool = False) -> Any:
-        """Runs on flat argument leaves; ``trusted``: ``jit`` found this call's ``arguments.call_key`` in its cache.
+    def call_flat(self, leaves: Sequence[Any]) -> tuple[Any, Any]:
+        """Runs on flat argument leaves: (the outputs in their tree, the record C++ dispatch runs later calls of
+        this signature from, or None where it may not: ``arguments``).
 
         ``execute_sharded`` plus ``consume_with_handlers`` is jax's own dispatch path below ``jax.jit``: the
-        outputs come back as global arrays without a per-device Python step.
+        outputs come back as jax's Arrays without a per-device Python step.
         """
-        if self._donated:
-            check_donation(leaves, self._donated, [h.path for h in self._handlers])
-        arguments = buffers(self._handlers, leaves, trusted)
+        pairs = may_share(leaves, self._donated) if self._donated else ()
+        if pairs:
+            check_donation(leaves, pairs, [h.path for h in self._handlers])
+        arguments = buffers(self._handlers, leaves)
         if self._effects is None:
             results = _jaxlib.execute(self._executable, arguments, self._results)
         else:
             results = self._execute_with_effects(arguments)
         self._delete_donated(leaves)
-        return self._outputs(results)
+        outputs = self._outputs(results)
+        if pairs or self._effects is not None or self._lowered.out_keys:
+            return outputs, None
+        return outputs, _jaxlib.fast_path(
+            self._executable, self._lowered.out_tree, self._in_flat, self._out_flat, self._out_avals
+        )
 
     def _delete_donated(self, leaves: Sequence[Any]) -> None:
-        """Marks the donated shardkit Arrays of a call deleted, as jax does: XLA may reuse their buffers."""
+        """Deletes the donated Arrays of a call, as jax does: XLA may reuse their buffers. Even one that already
+        says it is deleted (XLA took its buffers): ``delete`` also drops the array's hold on them, which is what
+        C++ dispatch checks (jaxlib 0.10 crashes on the donated buffers otherwise)."""
         for i in self._donated:
-            if isinstance(leaves[i], Array) and not leaves[i].is_deleted():
-                leaves[i].delete()
+            x = leaves[i]
+            if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+                x.delete()
 
     def _outputs(self, results: list[Any]) -> Any:
-        """The global jaxlib arrays of the outputs as sk.Arrays (a typed PRNG key output as jax's key array over
-        its data), in the output tree."""
-        if self._single_output and not self._lowered.out_keys:
-            s, weak = self._out_info[0]
-            return wrap(results[0], s, weak_type=weak)
-        outs = [wrap(r, s, weak_type=w) for r, (s, w) in zip(results, self._out_info)]
+        """The outputs in their tree (a typed PRNG key output as jax's key array over its data)."""
         for i, dtype in enumerate(self._lowered.out_keys):
             if dtype is not None:
-                outs[i] = _jaxlib.wrap_keys(outs[i].to_jax(), dtype)
-        return jax.tree_util.tree_unflatten(self._lowered.out_tree, outs)
+                results[i] = _jaxlib.wrap_keys(results[i], dtype)
+        return jax.tree_util.tree_unflatten(self._lowered.out_tree, results)

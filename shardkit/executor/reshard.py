@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from shardkit import _jaxlib
-from shardkit.array import Array, jaxlib_sharding, shaped_array, share, use_device_reshard, wrap
+from shardkit.array import Array, new_array, use_device_reshard
 from shardkit.caching import memoize
 from shardkit.dialects import mhlo
 from shardkit.executor.compile import compile_lowered
@@ -71,22 +71,17 @@ def use_program(source: Sharding, target: Sharding) -> bool:
 
 
 def over_devices(x: Array, devices: tuple[Any, ...]) -> Array:
-    """``x`` with its sharding re-expressed over ``devices`` (the same devices in another order): the same
-    buffers, listed in the new order."""
+    """``x`` with its sharding re-expressed over ``devices`` (the same devices in another order): an Array over
+    the same buffers, listed in the new order."""
     source = x.sharding
     if source.device_assignment == devices:
         return x
     position = {d: i for i, d in enumerate(devices)}
     hlo = mhlo.permuted(source.to_hlo(x.ndim), [position[d] for d in source.device_assignment])
     sharding = GSPMDSharding(devices, hlo, memory_kind=source.memory_kind)
-    by_device = dict(zip(source.addressable_device_assignment, _jaxlib.per_device_arrays(x._impl)))
-    impl = _jaxlib.array_impl(
-        shaped_array(x.shape, x.dtype, False),
-        jaxlib_sharding(sharding, x.ndim),
-        [by_device[d] for d in sharding.addressable_device_assignment],
-    )
-    share(x._impl, impl)  # the same buffers under another device order
-    return wrap(impl, sharding, weak_type=x.weak_type)
+    by_device = dict(zip(source.addressable_device_assignment, _jaxlib.per_device_arrays(x)))
+    buffers = [by_device[d] for d in sharding.addressable_device_assignment]
+    return new_array(x.shape, x.dtype, sharding, buffers, x.weak_type)
 
 
 def reshard_on_devices(x: Array, target: Sharding, prefer: str = "rule") -> Array | None:

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from shardkit.sharding import Sharding
+from shardkit.sharding import Sharding, from_jax
 
 # Tile colours (tab20-like), shared with the images so a device's tile looks the same everywhere.
 PALETTE = (
@@ -165,7 +165,8 @@ def visualize(
     """Prints how an Array (or a Sharding over an array of ``shape``) is laid out over devices.
 
     Args:
-        value: an ``sk.Array`` (its sharding and shape), or a ``Sharding`` together with ``shape``.
+        value: an Array (its sharding and shape; a jax sharding is read as shardkit's), or a ``Sharding``
+            together with ``shape``.
         shape: the global shape, required with a Sharding.
         use_rich: coloured boxes with ``rich`` (default: when it is installed and ``file`` is a terminal),
             else the plain box grid (which also reads right in a log or a pipe).
@@ -183,7 +184,8 @@ def visualize(
             raise TypeError("visualize(sharding) needs the array's shape: visualize(sharding, shape=(8, 4)).")
         sharding = value
     elif hasattr(value, "sharding") and hasattr(value, "shape"):
-        sharding, shape = value.sharding, value.shape if shape is None else shape
+        shape = value.shape if shape is None else shape
+        sharding = value.sharding if isinstance(value.sharding, Sharding) else from_jax(value.sharding, len(shape))
     else:
         raise TypeError(f"visualize takes an Array or a Sharding, got {type(value).__name__}.")
     out = file or sys.stdout

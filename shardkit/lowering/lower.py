@@ -1,7 +1,7 @@
 """From a call (a function, its arguments and shardings) to a ``LoweredModule``.
 
 ``Lowering`` holds one ``jit``'s configuration and its lowering cache. A call is flattened to leaves; each
-leaf's sharding is the one ``in_shardings`` gives it, else its own (an ``sk.Array``'s or a
+leaf's sharding is the one ``in_shardings`` gives it, else its own (a committed Array's or a
 ``ShapeDtypeStruct``'s), else None (the compiler chooses; numpy inputs are placed accordingly).
 
 The cache is keyed on device-free values: the argument tree, the static arguments and, per leaf, shape,
@@ -22,7 +22,7 @@ import jax
 import numpy as np
 from jaxlib.mlir import ir
 
-from shardkit.array import Array, device_dtype, is_key, sharding_mismatch
+from shardkit.array import device_dtype, is_key, sharding_mismatch
 from shardkit.dialects import irx
 from shardkit.dialects.sdy import SdyMesh
 from shardkit.lowering.attach import attach, constraint_meshes
@@ -107,8 +107,6 @@ def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
     it, like a numpy array; a ``jax.ShapeDtypeStruct`` is taken as shardkit's."""
     if isinstance(x, ShapeDtypeStruct):
         return x
-    if isinstance(x, Array):
-        return ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding, weak_type=x.weak_type)
     if isinstance(x, jax.ShapeDtypeStruct):
         sharding = None if x.sharding is None else as_sharding(x.sharding, len(x.shape), f"the sharding of {path}")
         return _checked_struct(path, x.shape, x.dtype, sharding, x.weak_type)
@@ -122,7 +120,7 @@ def abstractify(x: Any, path: str) -> ShapeDtypeStruct:
     if weak is not None:
         return ShapeDtypeStruct((), jax.dtypes.canonicalize_dtype(type(x)), weak_type=weak)
     raise TypeError(
-        f"Argument {path} of type {type(x).__name__} is not an array: jit arguments must be shardkit Arrays, "
+        f"Argument {path} of type {type(x).__name__} is not an array: jit arguments must be Arrays, "
         "numpy arrays or scalars, or ShapeDtypeStructs. Mark other arguments static with static_argnums."
     )
 

@@ -18,7 +18,7 @@ class ShapeDtypeStruct(jax.ShapeDtypeStruct):
     ``jax.ShapeDtypeStruct`` (jax and the libraries on it, orbax's restore targets among them, take it), whose
     sharding, if any, is shardkit's.
 
-    ``sharding`` is used as the argument's own placement (like an ``sk.Array``'s); ``weak_type`` marks a
+    ``sharding`` is used as the argument's own placement (like a committed Array's); ``weak_type`` marks a
     value that came from a Python scalar (jax promotes it weakly). ``dtype`` may be a typed PRNG key's
     (``jax.random.key(0).dtype``): the program then takes the key's data (``physical``).
 

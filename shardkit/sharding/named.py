@@ -59,7 +59,7 @@ class NamedSharding(jax.sharding.NamedSharding):
 
     It is a ``jax.sharding.NamedSharding`` (with shardkit's checks, index math, equality and pickling), so jax
     and the libraries on it take it wherever they take jax's: orbax's sharding metadata, ``jax.jit`` results
-    over shardkit Arrays (named on the same mesh and spec), ``jax.sharding.reshard``.
+    over arrays shardkit placed (named on the same mesh and spec), ``jax.sharding.reshard``.
 
     Examples:
         >>> mesh = make_mesh((4, 2), ("x", "y"))

@@ -113,15 +113,49 @@ def test_orbax_records_and_restores_shardkit_shardings(tmp_path, caplog):
         assert got.sharding == target[k].sharding
 
 
-def test_jax_s_own_single_device_pieces_and_shardkit_s_alternatives():
-    """jax builds an Array only from its own ArrayImpl pieces, so shardkit pieces go through ``to_jax`` (no copy);
-    shardkit's own functions take either."""
-    s = sk.NamedSharding(MESH, P("data"))
-    pieces = [sk.device_put(VALUE[i], d) for d, i in s.addressable_devices_indices_map((8, 2)).items()]
-    want = jax.make_array_from_single_device_arrays((8, 2), s, [p.to_jax() for p in pieces])
-    placed(sk.make_array_from_single_device_arrays((8, 2), s, pieces), want)
+def test_jax_s_array_functions_take_shardkit_built_arrays_as_their_own():
+    """One Array type: the functions of jax that take only jax's own Array (its C++ class) take the arrays shardkit
+    builds, each against the same call on jax's arrays."""
     from jax.experimental import multihost_utils
 
-    x = sk.device_put(VALUE, s)
-    local = sk.multihost.global_array_to_host_local_array(x, MESH, P("data"))
-    placed(local, multihost_utils.global_array_to_host_local_array(x.to_jax(), MESH, P("data")))
+    mine, theirs = both(P("data"))
+    assert type(mine) is type(theirs) and mine.committed and theirs.committed
+
+    def pieces(x):
+        return [shard.data for shard in x.addressable_shards]
+
+    placed(
+        jax.make_array_from_single_device_arrays((8, 2), mine.sharding, pieces(mine)),
+        jax.make_array_from_single_device_arrays((8, 2), theirs.sharding, pieces(theirs)),
+    )
+    for fn in (multihost_utils.global_array_to_host_local_array, multihost_utils.host_local_array_to_global_array):
+        placed(fn(mine, MESH, P("data")), fn(theirs, JAX_MESH, P("data")))
+    for tiled in (False, True):
+        np.testing.assert_array_equal(
+            multihost_utils.process_allgather(mine, tiled=tiled), multihost_utils.process_allgather(theirs, tiled=tiled)
+        )
+    target = sk.NamedSharding(MESH, P(None, "model"))
+    moved, want = jax.device_put(mine, target), jax.device_put(theirs, target.to_jax(2))
+    placed(moved, want)
+    assert moved.committed and want.committed
+    # and shardkit's own functions take jax's arrays
+    placed(sk.make_array_from_single_device_arrays((8, 2), mine.sharding, pieces(theirs)), theirs)
+    placed(sk.multihost.global_array_to_host_local_array(theirs, MESH, P("data")), theirs)
+
+
+def test_equinox_filter_jit_takes_shardkit_built_arrays():
+    """equinox.filter_jit itself (jax.jit's C++ dispatch) over a model and data sk.device_put placed, as over jax's."""
+    import equinox as eqx
+
+    model = eqx.nn.Linear(2, 4, key=jax.random.key(0))
+
+    @eqx.filter_jit
+    def step(model, x):
+        return jax.vmap(model)(x).sum()
+
+    mine, theirs = both(P("data"))
+    sk_model = eqx.filter(model, eqx.is_array)
+    placed_model = eqx.combine(sk.device_put(sk_model, sk.NamedSharding(MESH, P())), model)
+    jax_model = eqx.combine(jax.device_put(sk_model, jax.sharding.NamedSharding(JAX_MESH, P())), model)
+    for _ in range(2):
+        np.testing.assert_allclose(np.asarray(step(placed_model, mine)), np.asarray(step(jax_model, theirs)), rtol=1e-6)

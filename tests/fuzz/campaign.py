@@ -41,7 +41,7 @@ from hypothesis import (  # noqa: E402
 from jaxlib.mlir import ir  # noqa: E402
 
 import shardkit as sk  # noqa: E402
-from shardkit import P  # noqa: E402
+from shardkit import P, _jaxlib  # noqa: E402
 from shardkit._jaxlib import OpSharding, OpShardingType  # noqa: E402
 from shardkit.dialects import context, mhlo, sdy as sdy_forms  # noqa: E402
 from tests.jax_oracle import jax_gspmd, jax_named  # noqa: E402
@@ -547,7 +547,6 @@ def calls_target(data: Any) -> None:
             st.sampled_from(
                 [
                     "delete_piece",
-                    "delete_piece_jax",
                     "delete",
                     "call",
                     "donate",
@@ -564,11 +563,14 @@ def calls_target(data: Any) -> None:
     C.mark("calls", (steps, picks))
     a, b = _fresh(), _fresh()
     expected = np.arange(32, dtype=np.float32).reshape(8, 4) * 2
+    # A piece freed through a shard's data is jax's hazard in C++ dispatch (jax's is_deleted() reads the first
+    # buffer): jaxlib 0.11+ raise, 0.10 crashes, under jax.jit too. shardkit's promise is its own checked path, so
+    # on 0.10 a call after such a step runs a fresh program, whose first call is checked.
+    spoiled = False
     for step, pick in zip(steps, picks):
         if step == "delete_piece":
             C.run(lambda pick=pick: a.addressable_data(pick).delete())
-        elif step == "delete_piece_jax":
-            C.run(lambda pick=pick: a.to_jax().addressable_data(pick).delete())
+            spoiled = _jaxlib.JAXLIB_RELEASE < (0, 11)
         elif step == "delete":
             a.delete()
         elif step == "from_pieces":
@@ -582,6 +584,10 @@ def calls_target(data: Any) -> None:
         else:
             f = {"call": _ADD, "donate": _ADD_DONATE, "donate_both": _ADD_DONATE_BOTH}[step]
             args = (a, a) if pick % 2 else (a, b)
+            if spoiled:
+                f = C.run(lambda f=f, args=args: f.lower(*args).compile())
+                if isinstance(f, Exception):
+                    continue
             out = C.run(lambda f=f, args=args: f(*args))
             if not isinstance(out, Exception) and not np.array_equal(np.asarray(out), expected):
                 raise Finding(f"{step} gave a wrong result after {steps}")
