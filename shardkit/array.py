@@ -425,7 +425,8 @@ def check_alive(x: Array) -> None:
 
 def deleted_piece(x: Array) -> Device | None:
     """The local device whose piece of ``x`` was freed while ``x`` itself is not deleted (jax's ``is_deleted`` reads
-    the first buffer only, and XLA meets the freed one: jaxlib 0.10 crashes, later releases raise), or None."""
+    the first buffer only, and XLA meets the freed one: jaxlib 0.10 crashes, 0.12 raises and leaves the devices
+    hung), or None."""
     for b in _jaxlib.per_device_arrays(x):
         if b.is_deleted():
             (device,) = b.sharding.device_set  # devices() refuses a deleted array

@@ -168,7 +168,7 @@ def may_share(leaves: Sequence[Any], donated: Sequence[int]) -> list[tuple[int, 
 def check_donation(leaves: Sequence[Any], pairs: Sequence[tuple[int, int]], paths: Sequence[str]) -> None:
     """ValueError when a donated leaf's device buffers are also another leaf's (``may_share``'s pairs, checked by
     identity, then buffer by buffer): XLA would reuse a buffer that the call still reads, and jaxlib 0.10 then
-    crashes the process (0.11 and later raise)."""
+    crashes the process (0.12 raises)."""
     for i, j in pairs:
         if leaves[i] is leaves[j]:
             raise _donated_twice(paths[i], paths[j], "the same array")
