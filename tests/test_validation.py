@@ -28,7 +28,7 @@ from shardkit._jaxlib import HloSharding, OpSharding, OpShardingType
 from shardkit.dialects import context, hlo_check, mhlo, sdy as sdy_forms
 from shardkit.executor.compile import compile_lowered
 from shardkit.mesh import EMPTY_MESH
-from shardkit.partition_spec import axes_of
+from shardkit.partition_spec import axes_of, used_axes
 from tests.jax_oracle import jax_gspmd
 
 DEVS = jax.devices()
@@ -475,6 +475,14 @@ DEVICE_ERRORS = [
     case("model-unclean-76", lambda: axes_of(P(), None), ValueError, "non-negative int; got None"),
     case("model-unclean-76 (sub-axis)", lambda: sdy_forms.SdyAxisRef("x", (None, 2)), TypeError, r"got \(None, 2\)"),
     case("axes_of", lambda: axes_of(P(), -9), ValueError, "non-negative int; got -9"),
+    # jax's PartitionSpec takes entries shardkit does not model; every spec helper checks the spec first
+    # (fuzz-2026-11c: used_axes(P(...)) ended in "'ellipsis' object is not iterable").
+    case("fuzz-2026-11c used_axes", lambda: used_axes(P(...)), TypeError, "entry 0 must be None, an axis name"),
+    case("used_axes of a number", lambda: used_axes(P("x", 3)), TypeError, "entry 1 must be None.*got 3 of type int"),
+    case("axes_of P(...)", lambda: axes_of(P("x", ...), 0), TypeError, "entry 1 must be None.*got Ellipsis"),
+    case("axes_of unreduced", lambda: axes_of(P("x", unreduced={"y"}), 0), ValueError, "shardkit does not model"),
+    case("axes_of a tuple", lambda: axes_of(("x",), 0), TypeError, r"Expected a PartitionSpec, got \('x',\)"),
+    case("used_axes of a list", lambda: used_axes(["x"]), TypeError, "Expected a PartitionSpec, got"),
     case(
         "model-unclean-78",
         lambda: NS(MESH, P("x")).is_equivalent_to(P("x"), 1),
