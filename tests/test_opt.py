@@ -170,7 +170,7 @@ def test_verify_diagnostics_reports_each_unmet_directive_where_mlir_opt_does(tmp
     code, _, err = opt(str(path), "-p", "cse", "--verify-diagnostics")
     assert code == 1
     assert err == (
-        f"{path}:7:4: error: expected note \"never\" was not produced\n"
+        f'{path}:7:4: error: expected note "never" was not produced\n'
         "// expected-note @+1 {{never}}\n"
         "   ^~~~~\n"
         f'<unknown>:0: error: expected note "{note}" was not produced\n'

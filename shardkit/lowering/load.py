@@ -495,10 +495,14 @@ def _import_round_trip(module: ir.Module) -> None:
             )
 
 
+_GSPMD_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")  # one operand, one result each
+
+
 def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
     """Every ``mhlo.sharding`` of the module that says something (the body's too), once each is known to be one
-    XLA reads without aborting (text, a serialized proto or the empty string, checked by shardkit's rules):
-    LoadError at the op that holds a bad one."""
+    XLA reads without aborting (text, a serialized proto or the empty string, checked by shardkit's rules;
+    GSPMD's custom calls with one result), and a tuple sharding only on a tuple or one element per result of an op
+    (XLA refuses others): LoadError at the op that holds a bad one."""
     out = []
     for site in irx.walk_shardings(module):
         if irx.MHLO_SHARDING in site.shardings:
@@ -506,6 +510,18 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
                 hlo = mhlo.read(site.shardings[irx.MHLO_SHARDING])
             except ValueError as e:
                 raise LoadError(f"{_site_at(where, site)}: {diagnostics.clause(e)}") from None
+            if hlo is not None and hlo.tuple_elements() and not isinstance(site.type, ir.TupleType):
+                raise LoadError(
+                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is a tuple sharding of "
+                    f"{len(hlo.tuple_elements())} elements for one value of type {site.type} (XLA refuses it: a tuple "
+                    "sharding is a tuple's, or one element per result of an op)"
+                )
+            target = irx.call_target(site.op) if site.kind == "op" else ""
+            if target in _GSPMD_CALLS and (len(site.op.operands), len(site.op.results)) != (1, 1):
+                raise LoadError(
+                    f"{_at(where, site.op)}: custom_call @{target} takes one operand and gives one result, this one "
+                    f"{len(site.op.operands)} and {len(site.op.results)} (XLA aborts on it)"
+                )
             if hlo is not None and irx.SDY_SHARDING not in site.shardings:
                 out.append(_HloSite(hlo, site))
     return out

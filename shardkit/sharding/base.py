@@ -352,12 +352,23 @@ class Sharding(metaclass=_KindMeta):
             return False
         try:
             mine = self.to_hlo(ndim)
-            if not isinstance(other, Sharding):  # jax's conversion indexes its spec by ndim unchecked
-                other.check_compatible_aval((1,) * ndim)  # jax's own rank check reads only the length
-            theirs = other._to_xla_hlo_sharding(ndim)
+            theirs = other.to_hlo(ndim) if isinstance(other, Sharding) else _jax_hlo(other, ndim)
         except ValueError as e:
             raise ValueError(f"is_equivalent_to(other, ndim={ndim}): {e}") from None
         return mhlo.equivalent(mine, theirs)
+
+
+def _jax_hlo(sharding: jax.sharding.Sharding, ndim: int) -> HloSharding:
+    """A jax sharding's HLO form for a rank-``ndim`` value, ValueError for another rank, as jax's own rank check
+    (``check_compatible_aval``) says; that check reads a GSPMDSharding's tiles, which aborts the process for a
+    tuple or mesh-axes sharding, so those are checked by shardkit first (``mhlo.one_value``)."""
+    if isinstance(sharding, jax.sharding.NamedSharding):  # jax's conversion indexes its spec by ndim unchecked
+        sharding.check_compatible_aval((1,) * ndim)  # and its rank check reads only the spec's length
+        return sharding._to_xla_hlo_sharding(ndim)
+    hlo = mhlo.one_value(sharding._to_xla_hlo_sharding(ndim), "is_equivalent_to")
+    if hlo.is_tiled() and not hlo.is_maximal():
+        mhlo.tiling(hlo, ndim)
+    return hlo
 
 
 _SHARED_DUNDERS = ("__eq__", "__hash__", "__reduce__")

@@ -211,7 +211,7 @@ class NamedSharding(jax.sharding.NamedSharding):
             >>> NamedSharding.from_hlo(mesh4x2, mhlo.parse("{devices=[4,1,2]<=[8] last_tile_dim_replicate}"), 2).spec
             P('x',)
         """
-        return _from_hlo(mesh, repr(hlo), ndim)
+        return _from_hlo(mesh, repr(mhlo.one_value(hlo, "NamedSharding.from_hlo")), ndim)
 
     def with_spec(self, spec: PartitionSpec | Sequence[Any]) -> NamedSharding:
         return NamedSharding(self.mesh, spec, memory_kind=self._memory_kind)
