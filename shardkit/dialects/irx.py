@@ -219,6 +219,13 @@ def module_int(module: ir.Module, key: str) -> int | None:
     return ir.IntegerAttr(attrs[key]).value
 
 
+def set_partitions(module: ir.Module, partitions: int) -> None:
+    """Writes the SPMD program's device count as jax's lowering does: ``mhlo.num_partitions``, one replica."""
+    i32 = ir.IntegerType.get_signless(32, module.context)
+    module.operation.attributes[NUM_PARTITIONS] = ir.IntegerAttr.get(i32, partitions)
+    module.operation.attributes[NUM_REPLICAS] = ir.IntegerAttr.get(i32, 1)
+
+
 def mesh_ops(module: ir.Module) -> Iterator[ir.Operation]:
     return (op.operation for op in module.body.operations if op.operation.name == "sdy.mesh")
 

@@ -34,7 +34,7 @@ from jaxlib.mlir.dialects import stablehlo
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
 from shardkit.dialects import context, copy_module, diagnostics, dtypes, hlo_text, irx, mhlo
-from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding, symbol_ref
+from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding, hlo_to_sdy, symbol_ref
 from shardkit.lowering.lower import LoweredModule
 from shardkit.lowering.types import ShapeDtypeStruct
 from shardkit.mesh import AbstractMesh, Mesh, mesh_from_jax
@@ -303,15 +303,22 @@ def _as_xla_reads(hlo: HloSharding) -> HloSharding:
 
 
 def _num_partitions(
-    module: ir.Module, name: str, main: ir.OpView, meshes: dict[str, SdyMesh], hlo: Sequence[_HloSite], where: str
+    module: ir.Module,
+    name: str,
+    main: ir.OpView,
+    meshes: dict[str, SdyMesh],
+    hlo: Sequence[_HloSite],
+    where: str,
+    least: int = 1,
 ) -> int:
     """``mhlo.num_partitions``, else the count XLA takes the module's meshes and HLO shardings over (those of the
-    functions XLA compiles: ``_reached``), else 1.
+    functions XLA compiles: ``_reached``), else ``least`` (a ``jax.export`` artifact's ``nr_devices``, as jax
+    reads one whose module does not say, else 1).
 
     XLA's verifier (found compiling through jaxlib for every count) takes a tiled sharding only over exactly its
     devices, so tiled shardings (and meshes) fix the count, and two counts are a LoadError, as XLA takes neither
-    partitioned. Without them, the highest maximal device sets it. A maximal device beyond a fixed count is left
-    to XLA: it refuses one on an op, and takes one in a while loop's own tuple sharding."""
+    partitioned. Without them, the highest maximal device sets it, or ``least`` if more. A maximal device beyond a
+    fixed count is left to XLA: it refuses one on an op, and takes one in a while loop's own tuple sharding."""
     replicas = irx.module_int(module, irx.NUM_REPLICAS)
     if replicas not in (None, 1):
         raise LoadError(f"{name} has mhlo.num_replicas = {replicas}; shardkit runs SPMD programs of one replica.")
@@ -329,7 +336,7 @@ def _num_partitions(
                     "partitions a program over one device count, and a tiled sharding must cover all of it."
                 )
         fixed = [*sized.values(), *(n for n, _ in tiled[:1])]
-        partitions = max(fixed or [n for n, _, _ in asked] or [1])
+        partitions = max(fixed or [*(n for n, _, _ in asked), least])
     for what, size in sized.items():
         if size != partitions:
             raise LoadError(f"{what} has {size} devices, but {name} runs on {partitions} partitions.")
@@ -584,7 +591,8 @@ def _program(source: Source, entry: str | None, index: int | None, allow_unregis
     hlo = _hlo_shardings(module, parsed.where)
     main = _entry(module, entry, parsed.where)
     meshes = irx.meshes(module)
-    partitions = _num_partitions(module, name, main, meshes, hlo, parsed.where)
+    least = parsed.exported.nr_devices if parsed.exported is not None else 1
+    partitions = _num_partitions(module, name, main, meshes, hlo, parsed.where, least)
     return _Program(module, name, parsed.exported, main, meshes, partitions)
 
 
@@ -716,6 +724,9 @@ def to_exported(lowered: LoweredModule) -> jax.export.Exported:
         for op in irx.ops(module, "arith.constant"):  # what other frontends write; the artifact holds StableHLO
             if isinstance(op.results[0].type, ir.RankedTensorType):
                 irx.constant_to_stablehlo(op)
+        # the partition count, as jax's exports carry it: the module alone may no longer say (a loop whose
+        # tuple sharding named 4 devices folded away leaves no sharding)
+        irx.set_partitions(module, lowered.num_partitions)
     try:
         serialized = jax.extend.mlir.serialize_portable_artifact(module, target, backend.serialize_with_sdy)
     except Exception as e:  # jaxlib's own error type: an op no StableHLO version has
@@ -732,6 +743,8 @@ def to_exported(lowered: LoweredModule) -> jax.export.Exported:
                 s = from_hlo(s.to_hlo(aval.ndim), s.device_assignment, lowered.mesh, aval.ndim)
                 if s.spec is None and s.is_fully_replicated:
                     s = NamedSharding(lowered.mesh or AbstractMesh((), ()), PartitionSpec())
+                if s.spec is None:
+                    s = _over_its_tiles(s, aval.ndim) or s
                 if s.spec is None:
                     raise ValueError(
                         f"{label} {i} of {lowered.name} is sharded as {s}, which is no PartitionSpec over the "
@@ -752,6 +765,21 @@ def to_exported(lowered: LoweredModule) -> jax.export.Exported:
         platform=jax.export.default_export_platform(),
         mlir_module_serialized=serialized,
     )
+
+
+def _over_its_tiles(s: Sharding, ndim: int) -> NamedSharding | None:
+    """``s`` over the abstract mesh of its own tile assignment (``hlo_to_sdy``: an axis ``_axis_<d>`` per cut
+    dimension, ``_replicas`` for the copies) when that mesh orders the devices as the program does: how a GSPMD
+    program's sharding travels in a ``jax.export`` artifact, which holds NamedShardings over abstract meshes. None
+    for a sharding no such mesh describes (devices in another order, a maximal one)."""
+    try:
+        sdy_mesh, tensor = hlo_to_sdy(s.to_hlo(ndim), ndim)
+    except ValueError:
+        return None
+    if not sdy_mesh.axes or sdy_mesh.device_ids is not None:
+        return None
+    sizes, names = zip(*((size, name) for name, size in sdy_mesh.axes))
+    return NamedSharding.from_sdy(tensor, AbstractMesh(sizes, names))
 
 
 def _abstract(s: NamedSharding) -> NamedSharding:
