@@ -120,7 +120,8 @@ class Sharding(metaclass=_KindMeta):
 
     What every kind gets from those: ``device_set``, ``num_devices``, ``addressable_devices``,
     ``is_fully_addressable``, ``shard_shape``, ``devices_indices_map``, ``addressable_devices_indices_map``,
-    ``replica_ids``, ``is_equivalent_to``, and ``==``, ``hash`` and pickling from ``_key``.
+    ``replica_ids``, ``is_equivalent_to``, and ``==``, ``hash`` and pickling from ``_key`` (a kind of one of jax's
+    concrete classes keeps jax's ``==`` and ``hash``, which compare the same values: see ``kind``).
     """
 
     mesh: Mesh | AbstractMesh | None
@@ -204,7 +205,7 @@ class Sharding(metaclass=_KindMeta):
         """The sharding with its devices forgotten: what the lowered text of a rank-``ndim`` value depends on. A
         kind bound to a mesh lowers to its ``sdy.mesh`` (axis names and sizes), so its mesh's abstract form is
         part of the key: two meshes of one shape with other axis names never share a lowering."""
-        mesh = None if self.mesh is None else self.mesh.abstract_mesh
+        mesh = None if self.mesh is None else self.mesh.axes_mesh
         return (type(self), repr(self.to_hlo(ndim)), self.num_devices, mesh, self.memory_kind)
 
     @property
@@ -372,24 +373,31 @@ def _jax_hlo(sharding: jax.sharding.Sharding, ndim: int) -> HloSharding:
 
 
 _SHARED_DUNDERS = ("__eq__", "__hash__", "__reduce__")
+_EQUALITY = ("__eq__", "__hash__")
 
 
 def kind(cls: type) -> type:
     """Class decorator: ``cls`` (a subclass of a jax sharding class) becomes a shardkit ``Sharding`` kind.
 
     It gets the methods of ``Sharding`` it does not define itself (overriding those of its jax base, so that
-    shardkit's index math, equality and pickling hold for every kind), ``mesh`` and ``spec`` of None where its
-    jax base has none, and is registered as a ``Sharding``; jax looks a subclass of one of its concrete classes
-    up as that class.
+    shardkit's index math and pickling hold for every kind), ``mesh`` and ``spec`` of None where its jax base has
+    none, and is registered as a ``Sharding``; jax looks a subclass of one of its concrete classes up as that class.
+
+    Equality and hashing are shardkit's (from ``_key``), except for a kind that subclasses one of jax's concrete
+    classes (``NamedSharding``, ``SingleDeviceSharding``): jax's rule decides there, which compares the same
+    values as ``_key`` holds (mesh, spec, memory kind; device, memory kind), so a shardkit sharding and jax's of one
+    placement are equal both ways and hash alike, and jax's caches see one placement.
     """
+    (base,) = cls.__bases__
     for name, value in vars(Sharding).items():
         if (name.startswith("__") and name not in _SHARED_DUNDERS) or name.startswith("_abc") or name in vars(cls):
             continue  # the kind's own, or the class machinery of this one
+        if name in _EQUALITY and base is not jax.sharding.Sharding:
+            continue  # jax's concrete class's own equality
         setattr(cls, name, value)
     for name in ("mesh", "spec"):
         if not hasattr(cls, name):
             setattr(cls, name, None)
-    (base,) = cls.__bases__
     if base is jax.sharding.Sharding:
         cls.__new__ = _new_with_cpp_half
     else:

@@ -163,7 +163,7 @@ class NamedSharding(jax.sharding.NamedSharding):
         return cls(sharding.mesh, sharding.spec, memory_kind=sharding.memory_kind)
 
     def abstract_key(self, ndim: int) -> Any:
-        return (NamedSharding, self.mesh.abstract_mesh, self.spec, self._memory_kind)
+        return (NamedSharding, self.mesh.axes_mesh, self.spec, self._memory_kind)
 
     @property
     def unconstrained_dims(self) -> tuple[int, ...]:
