@@ -18,6 +18,7 @@ from shardkit import _jaxlib
 from shardkit.dialects import context, irx
 from shardkit.lowering import load
 from shardkit.tools.run import RunMain
+from tests.child import check_outcomes
 from tests.jax_oracle import jax_gspmd
 
 TT = """module attributes {ttcore.system_desc = #ttcore.system_desc<1>} {
@@ -394,3 +395,47 @@ func.func private @helper(%arg0: tensor<8x4xf32> {mhlo.sharding = "{devices=[2,2
 func.func @other(%arg0: tensor<8x4xf32> {mhlo.sharding = "{devices=[8,1]<=[8]}"}) -> tensor<8x4xf32> {
   return %arg0 : tensor<8x4xf32>
 }"""
+
+
+# -- every form XLA's sharding parser accepts -------------------------------------------------------------------
+# XLA's parser (hlo_parser.cc ParseSharding) takes replicated, manual, unknown, unreduced, maximal and tiled forms,
+# subgroups of any of them after the tiles, shard_as/shard_like groups, metadata, tuples (the empty one too) and,
+# from jaxlib 0.10, the mesh-axes ("V3") form. Each loads and runs, or is a named error at its place: never an
+# abort (XLA's GSPMD partitioner aborted on {unreduced} on an op) and never a traceback of another kind.
+
+FORMS = """module attributes {{mhlo.num_partitions = 8 : i32}} {{
+func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {{
+  %0 = stablehlo.negate %arg0 {{mhlo.sharding = "{form}"}} : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}}
+}}"""
+LOADED = "out = str(sk.load(text).compile()(np.ones((8, 8), np.float32)).sharding)"
+AT = r"LoadError: <string>:3:8: result 0 of 'stablehlo.negate': "
+FORM_CASES = {
+    "unreduced": ("{unreduced}", AT + r"mhlo.sharding \{unreduced\} is unreduced"),
+    "a tuple's unreduced element": (
+        "{{unreduced}}",
+        AT + r"mhlo.sharding \{\{unreduced\}\} is a tuple sharding of 1 element ",
+    ),
+    "unknown": ("{unknown}", r"ok: 'GSPMDSharding\(\{replicated\}"),
+    "manual": (
+        "{manual}",
+        r"ValueError: GSPMDSharding supports tiled, replicated and maximal shardings, got \{manual\}",
+    ),
+    "subgroup manual": ("{devices=[2,2,2]<=[8] last_tile_dims={manual}}", r"ValueError: .*has subgroup types"),
+    "shard_as": ("{devices=[8,1]<=[8] shard_as 1}", r"ok: 'GSPMDSharding\(\{devices=\[8,1\]<=\[8\]\}"),
+    "shard_like": ("{devices=[1,8]<=[8] shard_like 2}", r"ok: 'GSPMDSharding\(\{devices=\[1,8\]<=\[8\]\}"),
+    "metadata": ('{maximal device=3 metadata={op_name=\\"a}b\\"}}', r"ok: 'GSPMDSharding\(\{maximal device=3\}"),
+    "tuple on one value": ("{{replicated}, {replicated}}", AT + r"mhlo.sharding .* is a tuple sharding of 2 elements"),
+    "empty tuple": ("{}", AT + r"cannot parse HLO sharding '\{\}': .*an empty tuple sharding has no elements"),
+    "mesh-axes text": ("{mesh['x'=8], [{'x'}, {}]}", AT + r"cannot parse .* at column 2: XLA's mesh-axes form"),
+}
+
+
+def test_every_form_xla_s_parser_accepts_runs_or_is_a_located_error():
+    check_outcomes(
+        {
+            name: (f"text = {FORMS.format(form=form)!r}\n{LOADED}", expected)
+            for name, (form, expected) in FORM_CASES.items()
+        }
+    )

@@ -508,8 +508,8 @@ _GSPMD_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")  # o
 def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
     """Every ``mhlo.sharding`` of the module that says something (the body's too), once each is known to be one
     XLA reads without aborting (text, a serialized proto or the empty string, checked by shardkit's rules;
-    GSPMD's custom calls with one result), and a tuple sharding only on a tuple or one element per result of an op
-    (XLA refuses others): LoadError at the op that holds a bad one."""
+    GSPMD's custom calls with one result, no unreduced sharding), and a tuple sharding only on a tuple or one
+    element per result of an op (XLA refuses others): LoadError at the op that holds a bad one."""
     out = []
     for site in irx.walk_shardings(module):
         if irx.MHLO_SHARDING in site.shardings:
@@ -517,11 +517,17 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
                 hlo = mhlo.read(site.shardings[irx.MHLO_SHARDING])
             except ValueError as e:
                 raise LoadError(f"{_site_at(where, site)}: {diagnostics.clause(e)}") from None
-            if hlo is not None and hlo.tuple_elements() and not isinstance(site.type, ir.TupleType):
+            n = len(hlo.tuple_elements()) if hlo is not None else 0
+            if n and not isinstance(site.type, ir.TupleType):
                 raise LoadError(
-                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is a tuple sharding of "
-                    f"{len(hlo.tuple_elements())} elements for one value of type {site.type} (XLA refuses it: a tuple "
-                    "sharding is a tuple's, or one element per result of an op)"
+                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is a tuple sharding of {n} element"
+                    f"{'' if n == 1 else 's'} for one value of type {site.type} (XLA refuses it: a tuple sharding is "
+                    "a tuple's, or one element per result of an op)"
+                )
+            if hlo is not None and any(piece.is_unreduced() for piece in hlo.tuple_elements() or [hlo]):
+                raise LoadError(
+                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is unreduced (each device holds a partial sum): "
+                    "XLA's GSPMD partitioner aborts on one on an op, and shardkit's Arrays hold no partial sums"
                 )
             target = irx.call_target(site.op) if site.kind == "op" else ""
             if target in _GSPMD_CALLS and (len(site.op.operands), len(site.op.results)) != (1, 1):
