@@ -422,6 +422,10 @@ FORM_CASES = {
         "{manual}",
         r"ValueError: GSPMDSharding supports tiled, replicated and maximal shardings, got \{manual\}",
     ),
+    "subgroup unreduced": (
+        "{devices=[2,2,2]<=[8] last_tile_dims={unreduced}}",
+        AT + r"mhlo.sharding \{devices=\[2,2,2\]<=\[8\] last_tile_dims=\{unreduced\}\} is unreduced",
+    ),
     "subgroup manual": ("{devices=[2,2,2]<=[8] last_tile_dims={manual}}", r"ValueError: .*has subgroup types"),
     "shard_as": ("{devices=[8,1]<=[8] shard_as 1}", r"ok: 'GSPMDSharding\(\{devices=\[8,1\]<=\[8\]\}"),
     "shard_like": ("{devices=[1,8]<=[8] shard_like 2}", r"ok: 'GSPMDSharding\(\{devices=\[1,8\]<=\[8\]\}"),

@@ -524,10 +524,16 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
                     f"{'' if n == 1 else 's'} for one value of type {site.type} (XLA refuses it: a tuple sharding is "
                     "a tuple's, or one element per result of an op)"
                 )
-            if hlo is not None and any(piece.is_unreduced() for piece in hlo.tuple_elements() or [hlo]):
+            if hlo is not None and any(map(_unreduced, hlo.tuple_elements() or [hlo])):
                 raise LoadError(
-                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is unreduced (each device holds a partial sum): "
-                    "XLA's GSPMD partitioner aborts on one on an op, and shardkit's Arrays hold no partial sums"
+                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is unreduced (devices hold partial sums): XLA's "
+                    "GSPMD partitioner aborts on one on an op, and shardkit's Arrays hold no partial sums"
+                )
+            several = site.kind == "op" and len(site.op.results) > 1
+            if hlo is not None and several and any(map(_aborts_on_results, hlo.tuple_elements() or [hlo])):
+                raise LoadError(
+                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is unknown, in shard groups or manual in subgroups "
+                    "on an op of several results, which XLA's GSPMD partitioner aborts on"
                 )
             target = irx.call_target(site.op) if site.kind == "op" else ""
             if target in _GSPMD_CALLS and (len(site.op.operands), len(site.op.results)) != (1, 1):
@@ -538,6 +544,24 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
             if hlo is not None and irx.SDY_SHARDING not in site.shardings:
                 out.append(_HloSite(hlo, site))
     return out
+
+
+def _unreduced(hlo: HloSharding) -> bool:
+    """Whether some devices hold partial sums: an unreduced sharding, or unreduced subgroups after the tiles."""
+    return hlo.is_unreduced() or _UNREDUCED in hlo.subgroup_types()
+
+
+def _aborts_on_results(hlo: HloSharding) -> bool:
+    """Whether XLA's GSPMD partitioner aborts on ``hlo`` for one result of an op of several (a tuple-shaped op in
+    HLO): unknown shardings, shard_as/shard_like groups and manual subgroups (found by the campaign's
+    sharding_forms target: "Check failed: IsTuple()", "!IsUnknownLeaf()", "buffer != nullptr",
+    "IsManualSubgroup()")."""
+    text = repr(hlo)
+    return hlo.is_unknown() or _MANUAL in hlo.subgroup_types() or "shard_as" in text or "shard_like" in text
+
+
+_UNREDUCED = _jaxlib.OpShardingType.UNREDUCED
+_MANUAL = _jaxlib.OpShardingType.MANUAL
 
 
 def _site_at(where: str, site: irx.Site) -> str:
