@@ -532,8 +532,14 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
             several = site.kind == "op" and len(site.op.results) > 1
             if hlo is not None and several and any(map(_aborts_on_results, hlo.tuple_elements() or [hlo])):
                 raise LoadError(
-                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is unknown, in shard groups or manual in subgroups "
-                    "on an op of several results, which XLA's GSPMD partitioner aborts on"
+                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is unknown or manual in subgroups on an op of "
+                    "several results, which XLA's GSPMD partitioner aborts on"
+                )
+            if hlo is not None and any(map(_grouped_placement, hlo.tuple_elements() or [hlo])):
+                raise LoadError(
+                    f"{_site_at(where, site)}: mhlo.sharding {hlo} puts a placement in a shard group; XLA's GSPMD "
+                    "partitioner aborts when the group's and the program's shardings disagree, so shardkit loads "
+                    "shard groups only of unknown shardings ({unknown shard_as N}, as jax's shard_alike writes them)"
                 )
             target = irx.call_target(site.op) if site.kind == "op" else ""
             if target in _GSPMD_CALLS and (len(site.op.operands), len(site.op.results)) != (1, 1):
@@ -553,11 +559,16 @@ def _unreduced(hlo: HloSharding) -> bool:
 
 def _aborts_on_results(hlo: HloSharding) -> bool:
     """Whether XLA's GSPMD partitioner aborts on ``hlo`` for one result of an op of several (a tuple-shaped op in
-    HLO): unknown shardings, shard_as/shard_like groups and manual subgroups (found by the campaign's
-    sharding_forms target: "Check failed: IsTuple()", "!IsUnknownLeaf()", "buffer != nullptr",
-    "IsManualSubgroup()")."""
+    HLO): unknown shardings and manual subgroups (found by the campaign's sharding_forms target: "Check failed:
+    IsTuple()", "!IsUnknownLeaf()", "IsManualSubgroup()")."""
+    return hlo.is_unknown() or _MANUAL in hlo.subgroup_types()
+
+
+def _grouped_placement(hlo: HloSharding) -> bool:
+    """Whether ``hlo`` is a placement (not unknown) in a shard_as/shard_like group: XLA's GSPMD partitioner aborted
+    on such groups whose placement the program's other shardings contradict ("buffer != nullptr", SIGSEGV)."""
     text = repr(hlo)
-    return hlo.is_unknown() or _MANUAL in hlo.subgroup_types() or "shard_as" in text or "shard_like" in text
+    return not hlo.is_unknown() and ("shard_as" in text or "shard_like" in text)
 
 
 _UNREDUCED = _jaxlib.OpShardingType.UNREDUCED

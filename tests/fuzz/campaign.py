@@ -812,6 +812,8 @@ _SINGLES = [
     "{devices=[2,1,2,2]<=[8] last_tile_dims={manual, replicated}}",
     "{devices=[8,1]<=[8] shard_as 1}",
     "{devices=[1,8]<=[8] shard_like 2}",
+    "{unknown shard_as 1}",
+    "{unknown shard_like 2}",
     '{maximal device=3 metadata={op_name="a}b"}}',
 ]
 
