@@ -417,7 +417,7 @@ FORM_CASES = {
         "{{unreduced}}",
         AT + r"mhlo.sharding \{\{unreduced\}\} is a tuple sharding of 1 element ",
     ),
-    "unknown": ("{unknown}", r"ok: 'GSPMDSharding\(\{replicated\}"),
+    "unknown": ("{unknown}", AT + r"mhlo.sharding \{unknown\} is unknown outside a shard group"),
     "manual": (
         "{manual}",
         r"ValueError: GSPMDSharding supports tiled, replicated and maximal shardings, got \{manual\}",

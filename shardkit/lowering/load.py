@@ -535,6 +535,12 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
                     f"{_site_at(where, site)}: mhlo.sharding {hlo} is unknown or manual in subgroups on an op of "
                     "several results, which XLA's GSPMD partitioner aborts on"
                 )
+            if hlo is not None and any(map(_lone_unknown, hlo.tuple_elements() or [hlo])):
+                raise LoadError(
+                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is unknown outside a shard group: XLA's GSPMD "
+                    "partitioner segfaulted on one whose value another sharding places; write no sharding, which "
+                    "means the same (the compiler chooses)"
+                )
             if hlo is not None and any(map(_grouped_placement, hlo.tuple_elements() or [hlo])):
                 raise LoadError(
                     f"{_site_at(where, site)}: mhlo.sharding {hlo} puts a placement in a shard group; XLA's GSPMD "
@@ -562,6 +568,12 @@ def _aborts_on_results(hlo: HloSharding) -> bool:
     HLO): unknown shardings and manual subgroups (found by the campaign's sharding_forms target: "Check failed:
     IsTuple()", "!IsUnknownLeaf()", "IsManualSubgroup()")."""
     return hlo.is_unknown() or _MANUAL in hlo.subgroup_types()
+
+
+def _lone_unknown(hlo: HloSharding) -> bool:
+    """Whether ``hlo`` is unknown and in no shard group (jax writes unknown only in a group: ``shard_alike``)."""
+    text = repr(hlo)
+    return hlo.is_unknown() and "shard_as" not in text and "shard_like" not in text
 
 
 def _grouped_placement(hlo: HloSharding) -> bool:
