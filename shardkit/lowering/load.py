@@ -507,9 +507,9 @@ _GSPMD_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")  # o
 
 def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
     """Every ``mhlo.sharding`` of the module that says something (the body's too), once each is known to be one
-    XLA reads without aborting (text, a serialized proto or the empty string, checked by shardkit's rules;
-    GSPMD's custom calls with one result, no unreduced sharding), and a tuple sharding only on a tuple or one
-    element per result of an op (XLA refuses others): LoadError at the op that holds a bad one."""
+    XLA reads without aborting (text, a serialized proto or the empty string, checked by shardkit's rules; the
+    forms XLA aborts on in a program, ``_refused``; GSPMD's custom calls with one result): LoadError at the op that
+    holds a bad one."""
     out = []
     for site in irx.walk_shardings(module):
         if irx.MHLO_SHARDING in site.shardings:
@@ -517,36 +517,9 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
                 hlo = mhlo.read(site.shardings[irx.MHLO_SHARDING])
             except ValueError as e:
                 raise LoadError(f"{_site_at(where, site)}: {diagnostics.clause(e)}") from None
-            n = len(hlo.tuple_elements()) if hlo is not None else 0
-            if n and not isinstance(site.type, ir.TupleType):
-                raise LoadError(
-                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is a tuple sharding of {n} element"
-                    f"{'' if n == 1 else 's'} for one value of type {site.type} (XLA refuses it: a tuple sharding is "
-                    "a tuple's, or one element per result of an op)"
-                )
-            if hlo is not None and any(map(_unreduced, hlo.tuple_elements() or [hlo])):
-                raise LoadError(
-                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is unreduced (devices hold partial sums): XLA's "
-                    "GSPMD partitioner aborts on one on an op, and shardkit's Arrays hold no partial sums"
-                )
-            several = site.kind == "op" and len(site.op.results) > 1
-            if hlo is not None and several and any(map(_aborts_on_results, hlo.tuple_elements() or [hlo])):
-                raise LoadError(
-                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is unknown or manual in subgroups on an op of "
-                    "several results, which XLA's GSPMD partitioner aborts on"
-                )
-            if hlo is not None and any(map(_lone_unknown, hlo.tuple_elements() or [hlo])):
-                raise LoadError(
-                    f"{_site_at(where, site)}: mhlo.sharding {hlo} is unknown outside a shard group: XLA's GSPMD "
-                    "partitioner segfaulted on one whose value another sharding places; write no sharding, which "
-                    "means the same (the compiler chooses)"
-                )
-            if hlo is not None and any(map(_grouped_placement, hlo.tuple_elements() or [hlo])):
-                raise LoadError(
-                    f"{_site_at(where, site)}: mhlo.sharding {hlo} puts a placement in a shard group; XLA's GSPMD "
-                    "partitioner aborts when the group's and the program's shardings disagree, so shardkit loads "
-                    "shard groups only of unknown shardings ({unknown shard_as N}, as jax's shard_alike writes them)"
-                )
+            reason = None if hlo is None else _refused(site, hlo)
+            if reason is not None:
+                raise LoadError(f"{_site_at(where, site)}: mhlo.sharding {hlo} {reason}")
             target = irx.call_target(site.op) if site.kind == "op" else ""
             if target in _GSPMD_CALLS and (len(site.op.operands), len(site.op.results)) != (1, 1):
                 raise LoadError(
@@ -558,29 +531,45 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
     return out
 
 
-def _unreduced(hlo: HloSharding) -> bool:
-    """Whether some devices hold partial sums: an unreduced sharding, or unreduced subgroups after the tiles."""
-    return hlo.is_unreduced() or _UNREDUCED in hlo.subgroup_types()
-
-
-def _aborts_on_results(hlo: HloSharding) -> bool:
-    """Whether XLA's GSPMD partitioner aborts on ``hlo`` for one result of an op of several (a tuple-shaped op in
-    HLO): unknown shardings and manual subgroups (found by the campaign's sharding_forms target: "Check failed:
-    IsTuple()", "!IsUnknownLeaf()", "IsManualSubgroup()")."""
-    return hlo.is_unknown() or _MANUAL in hlo.subgroup_types()
-
-
-def _lone_unknown(hlo: HloSharding) -> bool:
-    """Whether ``hlo`` is unknown and in no shard group (jax writes unknown only in a group: ``shard_alike``)."""
-    text = repr(hlo)
-    return hlo.is_unknown() and "shard_as" not in text and "shard_like" not in text
-
-
-def _grouped_placement(hlo: HloSharding) -> bool:
-    """Whether ``hlo`` is a placement (not unknown) in a shard_as/shard_like group: XLA's GSPMD partitioner aborted
-    on such groups whose placement the program's other shardings contradict ("buffer != nullptr", SIGSEGV)."""
-    text = repr(hlo)
-    return not hlo.is_unknown() and ("shard_as" in text or "shard_like" in text)
+def _refused(site: irx.Site, hlo: HloSharding) -> str | None:
+    """Why shardkit loads no program with ``hlo`` at ``site``, or None. XLA refuses a tuple sharding on a value
+    that is no tuple; its GSPMD partitioner aborts on the rest (found by the campaign's sharding_forms target; the
+    lone unknown one also compiling through jaxlib's client alone): unreduced shardings on ops ("Check failed:
+    IsTiledLeaf()"), unknown shardings and manual subgroups on ops of several results ("IsTuple()",
+    "!IsUnknownLeaf()", "IsManualSubgroup()"), an unknown sharding outside a shard group whose value another
+    sharding places (SIGSEGV), and a placement in a shard group the program's other shardings contradict
+    ("buffer != nullptr")."""
+    pieces = hlo.tuple_elements() or [hlo]
+    if hlo.tuple_elements() and not isinstance(site.type, ir.TupleType):
+        n = len(pieces)
+        return (
+            f"is a tuple sharding of {n} element{'' if n == 1 else 's'} for one value of type {site.type} (XLA "
+            "refuses it: a tuple sharding is a tuple's, or one element per result of an op)"
+        )
+    if any(p.is_unreduced() or _UNREDUCED in p.subgroup_types() for p in pieces):
+        return (
+            "is unreduced (devices hold partial sums): XLA's GSPMD partitioner aborts on one on an op, and "
+            "shardkit's Arrays hold no partial sums"
+        )
+    if (
+        site.kind == "op"
+        and len(site.op.results) > 1
+        and any(p.is_unknown() or _MANUAL in p.subgroup_types() for p in pieces)
+    ):
+        return "is unknown or manual in subgroups on an op of several results, which XLA's GSPMD partitioner aborts on"
+    grouped = ["shard_as" in repr(p) or "shard_like" in repr(p) for p in pieces]
+    if any(p.is_unknown() and not g for p, g in zip(pieces, grouped)):
+        return (
+            "is unknown outside a shard group: XLA's GSPMD partitioner segfaulted on one whose value another sharding "
+            "places; write no sharding, which means the same (the compiler chooses)"
+        )
+    if any(g and not p.is_unknown() for p, g in zip(pieces, grouped)):
+        return (
+            "puts a placement in a shard group; XLA's GSPMD partitioner aborts when the group's and the program's "
+            "shardings disagree, so shardkit loads shard groups only of unknown shardings ({unknown shard_as N}, as "
+            "jax's shard_alike writes them)"
+        )
+    return None
 
 
 _UNREDUCED = _jaxlib.OpShardingType.UNREDUCED
