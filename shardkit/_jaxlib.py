@@ -28,12 +28,20 @@ OpSharding = xc.OpSharding  # the proto form executables report their shardings 
 OpShardingType = xc.OpSharding.Type
 
 
+MESH_AXES_FORM = "{mesh["  # how XLA prints a sharding in its mesh-axes ("V3") form
+
+
+def tile_form(hlo: HloSharding) -> HloSharding:
+    """A sharding in XLA's mesh-axes ("V3") form, ``{mesh['x'=2,'y'=4], [{'x'}, {'y'}]}``, in the tile form shardkit
+    reads everywhere, by XLA's own ``v3_to_v2_sharding``: XLA from jaxlib 0.11 (libtpu 0.0.48) may describe a
+    compiled program's shardings so, and asking a V3 sharding for its tiles or device count aborts the process."""
+    return hlo.v3_to_v2_sharding()
+
+
 def hlo_from_proto(proto: OpSharding) -> HloSharding:
-    """The HloSharding of a proto, in the tile form shardkit reads everywhere: XLA from jaxlib 0.11 (libtpu 0.0.48)
-    may describe a compiled program's shardings by mesh axes instead (its "V3" form, printed
-    ``{mesh['x'=2,'y'=4], [{'x'}, {'y'}]}``), which XLA's own ``v3_to_v2_sharding`` turns into tiles."""
+    """The HloSharding of a proto, in the tile form (``tile_form``)."""
     hlo = xc.HloSharding.from_proto(proto)
-    return hlo.v3_to_v2_sharding() if repr(hlo).startswith("{mesh[") else hlo
+    return tile_form(hlo) if repr(hlo).startswith(MESH_AXES_FORM) else hlo
 
 
 def op_sharding_from_bytes(data: bytes) -> OpSharding:

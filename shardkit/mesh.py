@@ -102,6 +102,17 @@ class _MeshShape:
     def _sdy(self) -> SdyMesh:
         return SdyMesh(self.shape_tuple)
 
+    @cached_property
+    def axes_mesh(self) -> AbstractMesh:
+        """The abstract mesh of these axes naming no device kind: what lowered text depends on (a module names axes,
+        never devices), so programs over meshes of one shape, abstract or concrete, lower alike.
+
+        Examples:
+            >>> make_mesh((4, 2), ("x", "y")).axes_mesh is AbstractMesh((4, 2), ("x", "y"))
+            True
+        """
+        return AbstractMesh(self.axis_sizes, self.axis_names, axis_types=self.axis_types)
+
     def _shape_str(self) -> str:
         sizes = ", ".join(f"'{n}': {s}" for n, s in self.shape_tuple)
         return f"{sizes}, axis_types={self.axis_types!r}" if sizes else f"axis_types={self.axis_types!r}"
@@ -175,7 +186,6 @@ class Mesh(_MeshShape, jax.sharding.Mesh):
         object.__setattr__(mesh, "devices", frozen)
         object.__setattr__(mesh, "axis_names", names)
         object.__setattr__(mesh, "axis_types", types)
-        object.__setattr__(mesh, "_hash", hash(key))
         _MESHES[key] = mesh
         return mesh
 
@@ -183,7 +193,8 @@ class Mesh(_MeshShape, jax.sharding.Mesh):
         return (_unpickle_mesh, (device_refs(self.flat_devices), self.axis_sizes, self.axis_names, self.axis_types))
 
     def __eq__(self, other: object) -> bool:
-        """Equal to any mesh (shardkit's or jax's) of the same devices, axis names and axis types."""
+        """Equal to any mesh (shardkit's or jax's) of the same devices, axis names and axis types: jax's rule, whose
+        meshes are interned on those and compare by identity."""
         if self is other:
             return True
         if not isinstance(other, jax.sharding.Mesh):
@@ -196,7 +207,9 @@ class Mesh(_MeshShape, jax.sharding.Mesh):
         )
 
     def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined]
+        """The hash of the jax mesh it equals: jax interns its meshes and hashes them by identity, and this one
+        holds its jax twin (``to_jax``), so every jax mesh equal to it is that object while it lives."""
+        return hash(self._jax_mesh)
 
     def __repr__(self) -> str:
         return f"Mesh(axis_sizes={self.axis_sizes!r}, axis_names={self.axis_names!r}, axis_types={self.axis_types!r})"
@@ -247,7 +260,9 @@ class Mesh(_MeshShape, jax.sharding.Mesh):
 
     @cached_property
     def abstract_mesh(self) -> AbstractMesh:
-        return AbstractMesh(self.axis_sizes, self.axis_names, axis_types=self.axis_types)
+        """The mesh without its devices, naming their kind as jax's does (so the two are one abstract mesh)."""
+        device = self._jax_mesh.abstract_mesh.abstract_device if self.axis_names else None
+        return AbstractMesh(self.axis_sizes, self.axis_names, axis_types=self.axis_types, abstract_device=device)
 
     @cached_property
     def _internal_device_list(self) -> Any:
@@ -398,7 +413,8 @@ _ABSTRACT_MESHES: dict[tuple, AbstractMesh] = {}
 
 
 class AbstractMesh(_MeshShape, jax.sharding.AbstractMesh):
-    """A mesh's axis names and sizes, without devices (a ``jax.sharding.AbstractMesh`` too).
+    """A mesh's axis names and sizes, without devices (a ``jax.sharding.AbstractMesh`` too); a concrete mesh's
+    (``Mesh.abstract_mesh``) also names its devices' kind (``abstract_device``), as jax's does.
 
     Accepts jax 0.4's form ``AbstractMesh((("x", 4), ("y", 2)))`` and jax 0.10's
     ``AbstractMesh((4, 2), ("x", "y"))``.
@@ -408,7 +424,7 @@ class AbstractMesh(_MeshShape, jax.sharding.AbstractMesh):
         True
     """
 
-    abstract_device = None  # jax's AbstractMesh may name a device kind; shardkit's never does
+    abstract_device: Any
 
     def __new__(
         cls,
@@ -416,6 +432,7 @@ class AbstractMesh(_MeshShape, jax.sharding.AbstractMesh):
         axis_names: Sequence[str] | None = None,
         *,
         axis_types: AxisType | Sequence[AxisType] | None = None,
+        abstract_device: Any = None,
     ) -> AbstractMesh:
         if not isinstance(axis_sizes, (Sequence, np.ndarray)):
             raise TypeError(f"AbstractMesh axis_sizes must be a sequence, got {axis_sizes!r}.")
@@ -442,37 +459,37 @@ class AbstractMesh(_MeshShape, jax.sharding.AbstractMesh):
                 "are supported."
             )
         types = _canonical_axis_types(axis_types, len(names))
-        key = (names, sizes, types)
+        key = (names, sizes, types, abstract_device)
         mesh = _ABSTRACT_MESHES.get(key)
         if mesh is None:
             mesh = object.__new__(cls)
             object.__setattr__(mesh, "axis_names", names)
             object.__setattr__(mesh, "axis_sizes", sizes)
             object.__setattr__(mesh, "axis_types", types)
-            object.__setattr__(mesh, "_hash", hash(key))  # interned and immutable: hashed once
+            object.__setattr__(mesh, "abstract_device", abstract_device)
+            # the jax AbstractMesh it is, kept alive: jax interns its meshes and compares and hashes them by
+            # identity, so every such jax mesh is this twin while it lives, and hashes as this one
+            twin = jax.sharding.AbstractMesh(sizes, names, axis_types=types, abstract_device=abstract_device)
+            object.__setattr__(mesh, "_jax", twin)
+            object.__setattr__(mesh, "_hash", hash(twin))  # interned and immutable: hashed once
             mesh = _ABSTRACT_MESHES.setdefault(key, mesh)
         return mesh
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_unpickle_abstract_mesh, (self.axis_sizes, self.axis_names, self.axis_types))
+        return (_unpickle_abstract_mesh, (self.axis_sizes, self.axis_names, self.axis_types, self.abstract_device))
 
     def __eq__(self, other: object) -> bool:
-        """Equal to any abstract mesh (shardkit's or jax's, whose device kind is not compared) of the same axis
-        names, sizes and types."""
-        if self is other:
-            return True
-        return (
-            isinstance(other, jax.sharding.AbstractMesh)
-            and self.axis_names == other.axis_names
-            and self.axis_sizes == other.axis_sizes
-            and self.axis_types == other.axis_types
-        )
+        """Equal to the abstract mesh (shardkit's or jax's) of the same axis names, sizes, types and device kind:
+        jax's rule, whose abstract meshes are interned on those and compare by identity."""
+        return self is other or other is self._jax  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         return self._hash  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
-        return f"AbstractMesh({self._shape_str()})"
+        device = self.abstract_device
+        kind = "" if device is None else f", device_kind={device.device_kind}, platform={device.platform}"
+        return f"AbstractMesh({self._shape_str()}{kind})"
 
     @property
     def abstract_mesh(self) -> AbstractMesh:
@@ -484,12 +501,17 @@ class AbstractMesh(_MeshShape, jax.sharding.AbstractMesh):
 
     def to_jax(self) -> Any:
         """The same mesh as a ``jax.sharding.AbstractMesh``."""
-        return jax.sharding.AbstractMesh(self.axis_sizes, self.axis_names, axis_types=self.axis_types)
+        return self._jax  # type: ignore[attr-defined]
 
     @classmethod
     def from_jax(cls, mesh: Any) -> AbstractMesh:
-        """The AbstractMesh with a ``jax.sharding.AbstractMesh``'s axis names, sizes and axis types."""
-        return cls(tuple(mesh.axis_sizes), tuple(mesh.axis_names), axis_types=tuple(mesh.axis_types))
+        """The AbstractMesh with a ``jax.sharding.AbstractMesh``'s axis names, sizes, axis types and device kind."""
+        return cls(
+            tuple(mesh.axis_sizes),
+            tuple(mesh.axis_names),
+            axis_types=tuple(mesh.axis_types),
+            abstract_device=mesh.abstract_device,
+        )
 
     @classmethod
     def from_sdy(cls, mesh: SdyMesh) -> AbstractMesh:
@@ -521,9 +543,9 @@ def mesh_from_jax(mesh: Any) -> Mesh | AbstractMesh:
 
 
 def _unpickle_abstract_mesh(
-    sizes: tuple[int, ...], names: tuple[str, ...], types: tuple[AxisType, ...]
+    sizes: tuple[int, ...], names: tuple[str, ...], types: tuple[AxisType, ...], device: Any = None
 ) -> AbstractMesh:
-    return AbstractMesh(sizes, names, axis_types=types)
+    return AbstractMesh(sizes, names, axis_types=types, abstract_device=device)
 
 
 @memoize(maxsize=256)

@@ -36,6 +36,8 @@ def check_entries(spec: PartitionSpec) -> None:
         ...
         TypeError: PartitionSpec entry 1 must hold mesh axis names (str), got 1 in ('y', 1).
     """
+    if not isinstance(spec, PartitionSpec):
+        raise TypeError(f"Expected a PartitionSpec, got {spec!r} of type {type(spec).__name__}.")
     if spec.unreduced or spec.reduced:
         raise ValueError(
             f"{spec} has unreduced or reduced axes, which shardkit does not model: use a spec of axis names only."
@@ -57,14 +59,20 @@ def check_entries(spec: PartitionSpec) -> None:
 
 
 def axes_of(spec: PartitionSpec, dim: int) -> tuple[AxisName, ...]:
-    """The mesh axes that shard dimension ``dim``, major to minor (empty when unsharded or unconstrained).
+    """The mesh axes that shard dimension ``dim``, major to minor (empty when unsharded or unconstrained); the
+    spec is checked first (``check_entries``).
 
     Examples:
         >>> axes_of(P(("x", "y"), None), 0), axes_of(P("x"), 3)
         (('x', 'y'), ())
     """
+    check_entries(spec)
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
         raise ValueError(f"axes_of takes a dimension index, a non-negative int; got {dim!r}.")
+    return _axes(spec, dim)
+
+
+def _axes(spec: PartitionSpec, dim: int) -> tuple[AxisName, ...]:
     entry = spec[dim] if dim < len(spec) else None
     if entry is None or entry is UNCONSTRAINED:
         return ()
@@ -72,8 +80,18 @@ def axes_of(spec: PartitionSpec, dim: int) -> tuple[AxisName, ...]:
 
 
 def used_axes(spec: PartitionSpec) -> tuple[AxisName, ...]:
-    """Every axis name the spec mentions, in order of appearance (repeats kept)."""
-    return tuple(name for dim in range(len(spec)) for name in axes_of(spec, dim))
+    """Every axis name the spec mentions, in order of appearance (repeats kept); the spec is checked first.
+
+    Examples:
+        >>> used_axes(P(("x", "y"), None, "z"))
+        ('x', 'y', 'z')
+        >>> used_axes(P(...))
+        Traceback (most recent call last):
+        ...
+        TypeError: PartitionSpec entry 0 must be None, an axis name, ... got Ellipsis of type ellipsis.
+    """
+    check_entries(spec)
+    return tuple(name for dim in range(len(spec)) for name in _axes(spec, dim))
 
 
 def as_spec(value: Any, what: str) -> PartitionSpec:

@@ -69,9 +69,17 @@ def test_unknown_location():
     assert problems(text, Diagnostic("error", "it got lost")) == []
     assert problems(text, error(2, "it got lost")) == [
         "2:1: unexpected error: it got lost",
+        'expected error "lost" was not produced',  # at no place: MLIR drops an @unknown directive's location
+    ]
+    assert problems(text, Diagnostic("warning", "it got lost")) == [
+        "'warning' diagnostic emitted when expecting a 'error'",  # at no place either
         'expected error "lost" was not produced',
     ]
-    assert problems("op1", Diagnostic("warning", "nowhere")) == ["unexpected warning: nowhere"]
+    # a diagnostic at no place stays there, even when the tool named its buffer (Diagnostic.renamed)
+    assert problems("op1", Diagnostic("warning", "nowhere", "f.mlir")) == ["unexpected warning: nowhere"]
+    verifier = Verifier("op1", "f.mlir")
+    verifier.process(Diagnostic("warning", "nowhere", "f.mlir"))
+    assert [p.where.file for p in verifier.finish()] == [""]
 
 
 def test_text_is_a_substring_and_runs_to_the_last_braces():

@@ -510,13 +510,16 @@ def test_refused_exports_and_sources():
         sk.load(SDY_TEXT, mesh=sk.AbstractMesh((2, 2), ("x", "y")))
 
 
-def test_export_needs_named_shardings():
+def test_export_writes_named_shardings():
     one_device = sk.jit(lambda a, b: a + b).lower(np.ones(4, np.float32), 2.0)
     got = jax.export.deserialize(one_device.export().serialize()).call(np.ones(4, np.float32), np.float32(2.0))
     np.testing.assert_array_equal(np.asarray(got), np.full(4, 3.0, np.float32))
+    # a GSPMD sharding travels over the abstract mesh of its own tile assignment when that mesh orders the devices
     tiled = sk.GSPMDSharding(DEVS, "{devices=[8]<=[8]}")
-    lowered = sk.jit(lambda a: a * 2, in_shardings=tiled).lower(np.ones(8, np.float32))
-    with pytest.raises(
-        ValueError, match=r"argument 0 of <lambda> is sharded as GSPMDSharding\(\{devices=\[8\]<=\[8\]\}"
-    ):
+    exported = sk.jit(lambda a: a * 2, in_shardings=tiled).lower(np.ones(8, np.float32)).export()
+    (named,) = jax.export.deserialize(exported.serialize()).in_shardings_jax(sk.make_mesh((8,), ("_axis_0",)).to_jax())
+    assert named.spec == sk.P("_axis_0") and tiled.is_equivalent_to(named, 1)
+    permuted = sk.GSPMDSharding(DEVS, "{devices=[8]7,6,5,4,3,2,1,0}")
+    lowered = sk.jit(lambda a: a * 2, in_shardings=permuted).lower(np.ones(8, np.float32))
+    with pytest.raises(ValueError, match=r"argument 0 of <lambda> is sharded as GSPMDSharding\(\{devices=\[8\]7,6"):
         lowered.export()

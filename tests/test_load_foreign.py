@@ -15,9 +15,10 @@ from jaxlib.mlir import ir
 
 import shardkit as sk
 from shardkit import _jaxlib
-from shardkit.dialects import context
+from shardkit.dialects import context, irx
 from shardkit.lowering import load
 from shardkit.tools.run import RunMain
+from tests.child import check_outcomes
 from tests.jax_oracle import jax_gspmd
 
 TT = """module attributes {ttcore.system_desc = #ttcore.system_desc<1>} {
@@ -201,6 +202,24 @@ REPLICATED = """func.func @main(%arg0: tensor<4xf32> {mhlo.sharding = "{replicat
   return %0 : tensor<4xf32>
 }"""
 
+# xla/hlo/translate/mhlo_to_hlo/tests/sharding.mlir, @main of its ninth chunk (the foreign corpus's module 246): a
+# loop that never runs (i < i), whose tuple sharding names 4 devices. Its export wrote nr_devices 4 and a module
+# whose folded-away loop left it no sharding, and sk.load of that artifact refused it for 1 partition.
+XLA_WHILE_TUPLE = """func.func @main(%arg0: tensor<i32>, %arg1: tensor<4xf32>, %arg2: tensor<4xf32>)
+    -> (tensor<4xf32>, tensor<4xf32>) {
+  %0:3 = mhlo.while(%iterArg = %arg0, %iterArg_0 = %arg1, %iterArg_1 = %arg2)
+    : tensor<i32>, tensor<4xf32>, tensor<4xf32>
+    attributes {mhlo.sharding = "{{replicated},{devices=[2,2]<=[4] last_tile_dim_replicate},{devices=[4]<=[4]}}"}
+    cond {
+    %1 = mhlo.compare LT, %iterArg, %iterArg : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    mhlo.return %1 : tensor<i1>
+  } do {
+    %1 = mhlo.add %iterArg_0, %iterArg_1 : tensor<4xf32>
+    mhlo.return %iterArg, %1, %iterArg_1 : tensor<i32>, tensor<4xf32>, tensor<4xf32>
+  }
+  func.return %0#1, %0#2 : tensor<4xf32>, tensor<4xf32>
+}"""
+
 ROWS = np.arange(32, dtype=np.float32).reshape(8, 4)
 SQUARE = np.arange(16, dtype=np.float32).reshape(4, 4)
 CORPUS = [
@@ -292,6 +311,32 @@ def test_other_compilers_modules_run_with_xla_s_numbers(text, partitions, args):
         assert out.sharding.is_equivalent_to(sharding, out.ndim)
 
 
+ROUND_TRIP = [*CORPUS, (XLA_WHILE_TUPLE, 4, [np.int32(0), np.arange(4, dtype=np.float32), np.ones(4, np.float32)])]
+
+
+@pytest.mark.parametrize("text, partitions, args", ROUND_TRIP, ids=[*CORPUS_IDS, "corpus 246: a loop's tuple over 4"])
+def test_what_shardkit_loads_it_exports_and_loads_back(text, partitions, args, monkeypatch):
+    """``sk.load(lowered.export())`` and ``sk.load`` of its bytes run with the same numbers and output shardings
+    (GSPMD programs' shardings travel over the abstract mesh of their own tile assignments), and jax reads the
+    artifact for the same device count. An artifact whose module does not say its partition count (shardkit's
+    before it wrote one) is read on its ``nr_devices``, as jax reads it."""
+    lowered = sk.load(text)
+    want = lowered.compile()(*args)
+    want = want if isinstance(want, tuple) else (want,)
+    exported = lowered.export()
+    assert jax.export.deserialize(exported.serialize()).nr_devices == partitions
+    monkeypatch.setattr(irx, "set_partitions", lambda module, n: None)
+    unsaid = lowered.export()
+    for source in (exported, exported.serialize(), unsaid):
+        again = sk.load(source)
+        assert load.partitions(source) == partitions
+        got = again.compile()(*args)
+        got = got if isinstance(got, tuple) else (got,)
+        for out, expected in zip(got, want, strict=True):
+            np.testing.assert_array_equal(np.asarray(out), np.asarray(expected))
+            assert out.sharding == expected.sharding
+
+
 def test_shardkit_run_runs_a_while_body_s_tuple_sharding(tmp_path):
     path = tmp_path / "while.hlo"
     path.write_text(WHILE_HLO)
@@ -350,3 +395,55 @@ func.func private @helper(%arg0: tensor<8x4xf32> {mhlo.sharding = "{devices=[2,2
 func.func @other(%arg0: tensor<8x4xf32> {mhlo.sharding = "{devices=[8,1]<=[8]}"}) -> tensor<8x4xf32> {
   return %arg0 : tensor<8x4xf32>
 }"""
+
+
+# -- every form XLA's sharding parser accepts -------------------------------------------------------------------
+# XLA's parser (hlo_parser.cc ParseSharding) takes replicated, manual, unknown, unreduced, maximal and tiled forms,
+# subgroups of any of them after the tiles, shard_as/shard_like groups, metadata, tuples (the empty one too) and,
+# from jaxlib 0.10, the mesh-axes ("V3") form. Each loads and runs, or is a named error at its place: never an
+# abort (XLA's GSPMD partitioner aborted on {unreduced} on an op) and never a traceback of another kind.
+
+FORMS = """module attributes {{mhlo.num_partitions = 8 : i32}} {{
+func.func @main(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {{
+  %0 = stablehlo.negate %arg0 {{mhlo.sharding = "{form}"}} : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}}
+}}"""
+LOADED = "out = str(sk.load(text).compile()(np.ones((8, 8), np.float32)).sharding)"
+AT = r"LoadError: <string>:3:8: result 0 of 'stablehlo.negate': "
+FORM_CASES = {
+    "unreduced": ("{unreduced}", AT + r"mhlo.sharding \{unreduced\} is unreduced"),
+    "a tuple's unreduced element": (
+        "{{unreduced}}",
+        AT + r"mhlo.sharding \{\{unreduced\}\} is a tuple sharding of 1 element ",
+    ),
+    "unknown": ("{unknown}", AT + r"mhlo.sharding \{unknown\} is unknown outside a shard group"),
+    "manual": (
+        "{manual}",
+        r"ValueError: GSPMDSharding supports tiled, replicated and maximal shardings, got \{manual\}",
+    ),
+    "subgroup unreduced": (
+        "{devices=[2,2,2]<=[8] last_tile_dims={unreduced}}",
+        AT + r"mhlo.sharding \{devices=\[2,2,2\]<=\[8\] last_tile_dims=\{unreduced\}\} is unreduced",
+    ),
+    "subgroup manual": ("{devices=[2,2,2]<=[8] last_tile_dims={manual}}", r"ValueError: .*has subgroup types"),
+    "shard_as": ("{unknown shard_as 1}", r"ok: 'GSPMDSharding\(\{replicated\}"),
+    "shard_like": ("{unknown shard_like 2}", r"ok: 'GSPMDSharding\(\{replicated\}"),
+    "a placement in a shard group": (
+        "{devices=[8,1]<=[8] shard_as 1}",
+        AT + r"mhlo.sharding .* puts a placement in a shard group",
+    ),
+    "metadata": ('{maximal device=3 metadata={op_name=\\"a}b\\"}}', r"ok: 'GSPMDSharding\(\{maximal device=3\}"),
+    "tuple on one value": ("{{replicated}, {replicated}}", AT + r"mhlo.sharding .* is a tuple sharding of 2 elements"),
+    "empty tuple": ("{}", AT + r"cannot parse HLO sharding '\{\}': .*an empty tuple sharding has no elements"),
+    "mesh-axes text": ("{mesh['x'=8], [{'x'}, {}]}", AT + r"cannot parse .* at column 2: XLA's mesh-axes form"),
+}
+
+
+def test_every_form_xla_s_parser_accepts_runs_or_is_a_located_error():
+    check_outcomes(
+        {
+            name: (f"text = {FORMS.format(form=form)!r}\n{LOADED}", expected)
+            for name, (form, expected) in FORM_CASES.items()
+        }
+    )

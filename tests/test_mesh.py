@@ -77,8 +77,14 @@ def test_abstract_mesh_both_forms():
     assert not old_form.empty
     assert repr(old_form) == "AbstractMesh('x': 4, 'y': 2, axis_types=(Auto, Auto))"
     mesh = sk.Mesh(grid(range(8), (4, 2)), ("x", "y"))
-    assert mesh.abstract_mesh is old_form
-    assert pickle.loads(pickle.dumps(old_form)) is old_form
+    # a concrete mesh's abstract mesh names its devices' kind, as jax's does: one abstract mesh with jax's
+    concrete = mesh.abstract_mesh
+    assert concrete.shape_tuple == old_form.shape_tuple and concrete.abstract_device.platform == "cpu"
+    assert concrete == mesh.to_jax().abstract_mesh and hash(concrete) == hash(mesh.to_jax().abstract_mesh)
+    assert concrete != old_form and repr(concrete).endswith("device_kind=cpu, platform=cpu)")
+    assert concrete is sk.AbstractMesh.from_jax(mesh.to_jax().abstract_mesh)
+    for m in (old_form, concrete):
+        assert pickle.loads(pickle.dumps(m)) is m
 
 
 @pytest.mark.parametrize("attr", ["devices", "device_ids", "local_devices", "local_mesh", "is_multi_process"])

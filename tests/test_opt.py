@@ -160,6 +160,23 @@ def test_verify_diagnostics():
     ) in err  # the caret, then the length of the expected text
 
 
+def test_verify_diagnostics_reports_each_unmet_directive_where_mlir_opt_does(tmp_path):
+    # The fuzz reproducer (../shared/repros/fuzz-2026-11c): an @unknown note no pass produces. MLIR's verifier drops
+    # an @unknown directive's place (computeExpectedDiags sets its fileLoc to SMLoc()), and SourceMgr prints an
+    # invalid location as "<unknown>:0"; a located directive is reported at itself, with its line and a caret.
+    note = "the pass's last words: Check failed"
+    path = tmp_path / "in.mlir"
+    path.write_text(f"// expected-note @unknown {{{{{note}}}}}\n{GOOD}// expected-note @+1 {{{{never}}}}\n\n")
+    code, _, err = opt(str(path), "-p", "cse", "--verify-diagnostics")
+    assert code == 1
+    assert err == (
+        f'{path}:7:4: error: expected note "never" was not produced\n'
+        "// expected-note @+1 {{never}}\n"
+        "   ^~~~~\n"
+        f'<unknown>:0: error: expected note "{note}" was not produced\n'
+    )
+
+
 def test_warnings_of_mlir_passes_are_printed_and_verified():
     # Shardy's propagation warns (through MLIR's diagnostic engine, which drops warnings no handler takes)
     # when the members of a sharding group start with different shardings.

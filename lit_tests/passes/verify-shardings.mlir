@@ -81,3 +81,33 @@ sdy.mesh @mesh = <["x"=4, "y"=2]>
 func.func @axis_twice(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {"x"}]>}) -> tensor<8x8xf32> {
   return %arg0 : tensor<8x8xf32>
 }
+
+// -----
+
+// Forms that cut nothing and name no device: unreduced (each device holds a partial sum of the whole value,
+// fuzz-2026-11c ended in a ZeroDivisionError here), unknown, manual; subgroups of them after the tiles.
+module attributes {mhlo.num_partitions = 8 : i32} {
+  func.func @newer_forms(%arg0: tensor<8xf32> {mhlo.sharding = "{unreduced}"},
+                         %arg1: tensor<8xf32> {mhlo.sharding = "{unknown}"},
+                         %arg2: tensor<8xf32> {mhlo.sharding = "{manual}"},
+                         %arg3: tensor<8xf32> {mhlo.sharding = "{devices=[2,4]<=[8] last_tile_dims={unreduced}}"},
+                         %arg4: tensor<8xf32> {mhlo.sharding = "{devices=[4,2]<=[8] last_tile_dims={manual} shard_as 1}"},
+                         %arg5: tensor<8xf32> {mhlo.sharding = "{maximal device=7 metadata={op_name=\"a\"}}"}) -> tensor<8xf32> {
+    return %arg0 : tensor<8xf32>
+  }
+}
+
+// -----
+
+// A tuple sharding is one per result of an op; on one value that is not a tuple it is a finding.
+module attributes {mhlo.num_partitions = 2 : i32} {
+  // expected-error @+1 {{'func.func' op arg 0 - mhlo.sharding {{devices=[2]0,1}} is a tuple sharding of 1 element for one value of type tensor<8xf32>}}
+  func.func @tuples(%arg0: tensor<8xf32> {mhlo.sharding = "{{devices=[2]0,1}}"}) -> tensor<8xf32> {
+    %0:2 = stablehlo.custom_call @pair(%arg0) {mhlo.sharding = "{{devices=[2]0,1}, {replicated}}"} : (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+    // expected-error @+1 {{'stablehlo.add' op result 0 - mhlo.sharding {{replicated}, {maximal device=1}} is a tuple sharding of 2 elements}}
+    %1 = stablehlo.add %0#0, %0#1 {mhlo.sharding = "{{replicated}, {maximal device=1}}"} : tensor<8xf32>
+    // expected-error @+1 {{'stablehlo.custom_call' op mhlo.sharding {{replicated}, {replicated}, {replicated}} is a tuple sharding of 3 elements for the op's 2 results}}
+    %2:2 = stablehlo.custom_call @pair(%1) {mhlo.sharding = "{{replicated}, {replicated}, {replicated}}"} : (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+    return %1 : tensor<8xf32>
+  }
+}

@@ -42,29 +42,36 @@ _SUBGROUP_TYPES = ("replicated", "manual", "unreduced")
 
 
 class _Tokens:
-    """The text's tokens with their columns; ``error`` raises ValueError naming the column."""
+    """The text's tokens with their columns; ``error`` raises ValueError naming the column. A character no token
+    starts with ends the tokens, and reading past the last one raises the error naming it (so what comes before
+    it is reported first)."""
 
     def __init__(self, text: str):
         self.items: list[tuple[str, int]] = []
+        self.bad: ValueError | None = None
         pos = 0
         while pos < len(text):
             m = _TOKEN.match(text, pos)
             if m is None:
                 rest = text[pos:]
-                if rest.isspace():
-                    break
-                pos += len(rest) - len(rest.lstrip())
-                raise ValueError(f"at column {pos + 1}: unexpected character {text[pos]!r}")
+                if not rest.isspace():
+                    pos += len(rest) - len(rest.lstrip())
+                    self.bad = ValueError(f"at column {pos + 1}: unexpected character {text[pos]!r}")
+                break
             self.items.append((m.group(m.lastindex), m.start(m.lastindex)))
             pos = m.end()
         self.i = 0
 
     def peek(self) -> str | None:
-        return self.items[self.i][0] if self.i < len(self.items) else None
+        if self.i < len(self.items):
+            return self.items[self.i][0]
+        if self.bad is not None:
+            raise self.bad
+        return None
 
     def take(self) -> str:
         if self.i >= len(self.items):
-            raise ValueError("the text ends early")
+            raise self.bad or ValueError("the text ends early")
         self.i += 1
         return self.items[self.i - 1][0]
 
@@ -99,7 +106,7 @@ class _Tokens:
 def check_text(text: str) -> None:
     """Raises ValueError (naming the column and what is wrong) unless ``text`` is a well-formed HLO sharding."""
     tokens = _Tokens(text)
-    if not tokens.items:
+    if not tokens.items and tokens.bad is None:
         raise ValueError("the text is empty; expected a sharding such as '{replicated}'")
     tokens.expect("{")
     if tokens.peek() == "{":
@@ -135,6 +142,12 @@ def _single(tokens: _Tokens, lbrace_taken: bool) -> None:
             _tiled(tokens)
         except _TilingError as e:
             raise tokens.error(str(e), at=start) from None
+    elif word == "mesh":
+        raise tokens.error(
+            "XLA's mesh-axes form ({mesh[...], [...]}) is read from HloSharding objects and OpSharding protos "
+            "(XLA converts those to tiles), not from text, whose malformed forms abort XLA's parser; write the "
+            "tile form ({devices=[...]...})"
+        )
     else:
         raise tokens.error(
             f"expected replicated, manual, unknown, unreduced, maximal or devices=, got {word or 'the end'!r}"

@@ -219,6 +219,13 @@ def module_int(module: ir.Module, key: str) -> int | None:
     return ir.IntegerAttr(attrs[key]).value
 
 
+def set_partitions(module: ir.Module, partitions: int) -> None:
+    """Writes the SPMD program's device count as jax's lowering does: ``mhlo.num_partitions``, one replica."""
+    i32 = ir.IntegerType.get_signless(32, module.context)
+    module.operation.attributes[NUM_PARTITIONS] = ir.IntegerAttr.get(i32, partitions)
+    module.operation.attributes[NUM_REPLICAS] = ir.IntegerAttr.get(i32, 1)
+
+
 def mesh_ops(module: ir.Module) -> Iterator[ir.Operation]:
     return (op.operation for op in module.body.operations if op.operation.name == "sdy.mesh")
 
@@ -462,12 +469,18 @@ def _put(attrs: dict[str, ir.Attribute], key: str, value: ir.Attribute | None) -
 
 
 def _set_op_shardings(op: ir.Operation, changes: list[tuple[Site, Mapping[str, ir.Attribute | None]]]) -> None:
+    """Writes the forms ``changes`` touch, each as one attribute of the op; a form no change touches stays as it
+    is written (an ``mhlo.sharding`` whose tuple does not match the results is kept whole for its reader)."""
     current = {i: dict(s.shardings) for i, s in enumerate(_op_sites(op))}
     values = [current.get(i, {}) for i in range(len(op.results))]
+    touched = set()
     for site, change in changes:
         for key, value in change.items():
             _put(values[site.index], key, value)
+            touched.add(key)
     for key in SHARDING_FORMS:
+        if key not in touched:
+            continue
         present = [v[key] for v in values if key in v]
         if not present:
             set_attr(op, key, None)

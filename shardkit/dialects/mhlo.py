@@ -5,6 +5,12 @@ The strings are jaxlib's ``HloSharding`` printed with ``repr``, so they are exac
 and parse; nothing here assembles them by hand. Positions in a tile assignment refer to a device list (the
 compile-time device assignment), so a mesh over permuted devices prints the same iota form as the ordered one.
 This module knows HLO shardings only; each sharding kind converts itself (``Sharding.to_hlo``).
+
+Tuple shardings (``{{replicated}, {devices=[2]<=[2]}}``: one sharding per element of a tuple value, or per
+result of a multi-result op) are HLO shardings too, and XLA aborts the process when asked for a tuple's devices
+or tile assignment. So every function here that takes an HloSharding either handles a tuple element by element
+(``checked``, ``is_replicated``, ``equivalent``, ``split``, ``join``) or refuses it (``one_value``:
+``TupleShardingError``, a ValueError) before it reads tiles.
 """
 
 from __future__ import annotations
@@ -69,7 +75,12 @@ def permuted(hlo: HloSharding, device_ids: Sequence[int]) -> HloSharding:
 
     (The iota form reports a trailing replication dimension as ``replicate_on_last_tile_dim``, not as a
     subgroup type, so it is put back as one.)
+
+    Examples:
+        >>> permuted(parse("{devices=[2,1]<=[2]}"), [1, 0])
+        {devices=[2,1]1,0}
     """
+    hlo = one_value(hlo, "mhlo.permuted")
     if hlo.is_replicated():
         return hlo
     ids = np.asarray(device_ids)[np.asarray(hlo.tile_assignment_devices())]
@@ -86,6 +97,7 @@ def with_trailing_dims(hlo: HloSharding, ndim: int, extra: int) -> HloSharding:
         >>> key_data == parse("{devices=[4,1,2]<=[8] last_tile_dim_replicate}")
         True
     """
+    hlo = one_value(hlo, "mhlo.with_trailing_dims")
     cut = tiling(hlo, ndim)
     if cut is None:
         return hlo
@@ -96,15 +108,34 @@ def with_trailing_dims(hlo: HloSharding, ndim: int, extra: int) -> HloSharding:
 
 
 def is_replicated(hlo: HloSharding) -> bool:
-    """Whether every position holds the whole value (replicated, or a one-device sharding)."""
+    """Whether every position holds the whole value (replicated, or a one-device sharding); a tuple sharding
+    whether each of its elements does.
+
+    Examples:
+        >>> is_replicated(parse("{devices=[1,1]<=[1]}")), is_replicated(parse("{{replicated}, {devices=[2]0,1}}"))
+        (True, False)
+    """
+    return _replicated(checked(hlo))
+
+
+def _replicated(hlo: HloSharding) -> bool:
+    elements = hlo.tuple_elements()
+    if elements:
+        return all(map(_replicated, elements))
     return hlo.num_devices() == 1 or hlo.is_replicated()
 
 
 def equivalent(a: HloSharding, b: HloSharding) -> bool:
-    """Whether two HLO shardings place the same pieces on the same positions (any two replicated ones do)."""
-    if is_replicated(a) and is_replicated(b):
-        return True
-    return a == b
+    """Whether two HLO shardings place the same pieces on the same positions (any two replicated ones do);
+    two tuple shardings whether they are element by element, and a tuple is never one value's sharding."""
+    return _equivalent(checked(a), checked(b))
+
+
+def _equivalent(a: HloSharding, b: HloSharding) -> bool:
+    ea, eb = a.tuple_elements(), b.tuple_elements()
+    if ea or eb:
+        return len(ea) == len(eb) and all(map(_equivalent, ea, eb))
+    return (_replicated(a) and _replicated(b)) or a == b
 
 
 def tiling(hlo: HloSharding, ndim: int) -> tuple[list[int], int] | None:
@@ -113,11 +144,10 @@ def tiling(hlo: HloSharding, ndim: int) -> tuple[list[int], int] | None:
     Raises ValueError for tuple, manual, unknown and unreduced shardings (they tile nothing; asking XLA for a
     tuple's tiles aborts), for subgroups other than replication, and for a tiling of another rank.
     """
-    if hlo.tuple_elements():
-        raise ValueError(f"HLO sharding {hlo} is a tuple sharding; one value has one sharding.")
+    hlo = one_value(hlo, "mhlo.tiling")
     if hlo.is_manual() or hlo.is_unknown() or hlo.is_unreduced():
         raise ValueError(f"HLO sharding {hlo} describes no tiling (manual, unknown and unreduced shardings have none).")
-    if is_replicated(hlo):
+    if _replicated(hlo):
         return None
     dims = hlo.tile_assignment_dimensions()
     subgroups = hlo.subgroup_types()
@@ -163,14 +193,19 @@ def parse(text: str) -> HloSharding:
 
 def checked(hlo: HloSharding | _jaxlib.OpSharding) -> HloSharding:
     """``hlo`` once it is known to be well formed: an HloSharding (its text is checked, as ``parse`` checks) or
-    an ``OpSharding`` proto (checked field by field, then converted). ValueError naming what is wrong.
+    an ``OpSharding`` proto (checked field by field, then converted), in the tile form (one in XLA's mesh-axes
+    form is converted by XLA). ValueError naming what is wrong; a tuple sharding is well formed.
 
     jaxlib builds HloShardings from text and protos without checking them, and using a malformed one aborts the
     process, so every HloSharding a user hands to shardkit comes through here.
     """
     if isinstance(hlo, HloSharding):
+        text = repr(hlo)
+        if text.startswith(_jaxlib.MESH_AXES_FORM):
+            hlo = _jaxlib.tile_form(hlo)
+            text = repr(hlo)
         try:
-            hlo_check.check_text(repr(hlo))
+            hlo_check.check_text(text)
         except ValueError as e:
             raise ValueError(f"HLO sharding {hlo!r} is malformed: {e}") from None
         return hlo
@@ -183,6 +218,35 @@ def checked(hlo: HloSharding | _jaxlib.OpSharding) -> HloSharding:
         except Exception as e:  # jaxlib's own error type
             raise ValueError(f"OpSharding proto is malformed: {e}") from None
     raise TypeError(f"Expected an HloSharding or OpSharding, got {type(hlo).__name__}.")
+
+
+class TupleShardingError(ValueError):
+    """A tuple sharding where one value's sharding is expected; ``hlo`` is the sharding, ``what`` what took it."""
+
+    def __init__(self, hlo: HloSharding, what: str):
+        n = len(hlo.tuple_elements())
+        super().__init__(
+            f"{what} takes one value's HLO sharding, but {hlo!r} is a tuple sharding of {n} element"
+            f"{'' if n == 1 else 's'} (one per element of a tuple value or per result of an op): pass one of its "
+            "elements (HloSharding.tuple_elements())."
+        )
+        self.hlo, self.what = hlo, what
+
+
+def one_value(hlo: HloSharding | _jaxlib.OpSharding, what: str) -> HloSharding:
+    """``checked(hlo)`` when it is one value's sharding; ``TupleShardingError`` (a ValueError naming ``what``) for a
+    tuple sharding, whose devices and tiles XLA aborts the process to be asked for.
+
+    Examples:
+        >>> one_value(parse("{{maximal device=0}}"), "hlo_to_sdy")
+        Traceback (most recent call last):
+        ...
+        shardkit.dialects.mhlo.TupleShardingError: hlo_to_sdy takes one value's HLO sharding, but ... tuple sharding ...
+    """
+    hlo = checked(hlo)
+    if hlo.tuple_elements():
+        raise TupleShardingError(hlo, what)
+    return hlo
 
 
 def build(hlo: HloSharding) -> ir.StringAttr:
@@ -241,10 +305,13 @@ def split(attr: ir.Attribute, n: int) -> list[ir.Attribute]:
 
 
 def join(attrs: Sequence[ir.Attribute], types: Sequence[ir.Type]) -> ir.Attribute:
-    """One op's ``mhlo.sharding`` from its results' strings: the string itself, or a tuple sharding."""
+    """One op's ``mhlo.sharding`` from its results' strings: the string itself, or a tuple sharding of them.
+    ValueError for a result's string that is itself a tuple (XLA aborts on a tuple of tuples) or unreadable."""
     if len(attrs) == 1:
         return attrs[0]
     shapes = [tuple(t.shape) if isinstance(t, ir.RankedTensorType) else () for t in types]
     # an element with no sharding (the empty string) has none to keep in a tuple: XLA replicates it
-    elements = [read(a) or HloSharding.replicate() for a in attrs]
+    elements = [
+        one_value(read(a) or HloSharding.replicate(), f"result {i}'s mhlo.sharding") for i, a in enumerate(attrs)
+    ]
     return ir.StringAttr.get(repr(_jaxlib.tuple_sharding(elements, shapes)))

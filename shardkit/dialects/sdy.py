@@ -383,14 +383,15 @@ def hlo_to_sdy(hlo: HloSharding, ndim: int, mesh_name: str | None = None) -> tup
     One mesh axis per tiled dimension (``_axis_<dim>``) and one for the copies (``_replicas``); the mesh's
     logical order is the tile assignment itself, so ``device_ids`` is printed only when it is not iota. A
     maximal sharding gets ``<[], device_ids=[k]>`` with a rank-0 sharding (Shardy requires that).
-    ``mesh_name`` defaults to the name jax would give the mesh.
+    ``mesh_name`` defaults to the name jax would give the mesh. ValueError for what has no such form: a tuple
+    sharding (``mhlo.TupleShardingError``: convert its elements), manual, unknown and unreduced shardings.
 
     Examples:
         >>> mesh, tensor = hlo_to_sdy(mhlo.parse("{devices=[2,1,4]<=[4,2]T(1,0) last_tile_dim_replicate}"), 2)
         >>> print(mesh.body, tensor)
         <["_axis_0"=2, "_replicas"=4], device_ids=[0, 2, 4, 6, 1, 3, 5, 7]> #sdy.sharding<@mesh, [{"_axis_0"}, {}]>
     """
-    hlo = mhlo.checked(hlo)
+    hlo = mhlo.one_value(hlo, "hlo_to_sdy")
     if hlo.is_maximal() and not hlo.is_replicated():
         mesh = SdyMesh((), tuple(hlo.tile_assignment_devices()))
         return mesh, SdyTensorSharding(mesh_name or mesh.default_name(), ())

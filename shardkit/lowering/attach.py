@@ -194,5 +194,4 @@ def attach(
         for op in _placeholders(module):
             _rewrite_constraint(op, partitioner, table)
         table.emit()
-        module.operation.attributes[irx.NUM_PARTITIONS] = ir.IntegerAttr.get(i32, num_partitions)
-        module.operation.attributes[irx.NUM_REPLICAS] = ir.IntegerAttr.get(i32, 1)
+        irx.set_partitions(module, num_partitions)

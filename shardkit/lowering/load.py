@@ -34,7 +34,7 @@ from jaxlib.mlir.dialects import stablehlo
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
 from shardkit.dialects import context, copy_module, diagnostics, dtypes, hlo_text, irx, mhlo
-from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding, symbol_ref
+from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding, hlo_to_sdy, symbol_ref
 from shardkit.lowering.lower import LoweredModule
 from shardkit.lowering.types import ShapeDtypeStruct
 from shardkit.mesh import AbstractMesh, Mesh, mesh_from_jax
@@ -303,15 +303,22 @@ def _as_xla_reads(hlo: HloSharding) -> HloSharding:
 
 
 def _num_partitions(
-    module: ir.Module, name: str, main: ir.OpView, meshes: dict[str, SdyMesh], hlo: Sequence[_HloSite], where: str
+    module: ir.Module,
+    name: str,
+    main: ir.OpView,
+    meshes: dict[str, SdyMesh],
+    hlo: Sequence[_HloSite],
+    where: str,
+    least: int = 1,
 ) -> int:
     """``mhlo.num_partitions``, else the count XLA takes the module's meshes and HLO shardings over (those of the
-    functions XLA compiles: ``_reached``), else 1.
+    functions XLA compiles: ``_reached``), else ``least`` (a ``jax.export`` artifact's ``nr_devices``, as jax
+    reads one whose module does not say, else 1).
 
     XLA's verifier (found compiling through jaxlib for every count) takes a tiled sharding only over exactly its
     devices, so tiled shardings (and meshes) fix the count, and two counts are a LoadError, as XLA takes neither
-    partitioned. Without them, the highest maximal device sets it. A maximal device beyond a fixed count is left
-    to XLA: it refuses one on an op, and takes one in a while loop's own tuple sharding."""
+    partitioned. Without them, the highest maximal device sets it, or ``least`` if more. A maximal device beyond a
+    fixed count is left to XLA: it refuses one on an op, and takes one in a while loop's own tuple sharding."""
     replicas = irx.module_int(module, irx.NUM_REPLICAS)
     if replicas not in (None, 1):
         raise LoadError(f"{name} has mhlo.num_replicas = {replicas}; shardkit runs SPMD programs of one replica.")
@@ -329,7 +336,7 @@ def _num_partitions(
                     "partitions a program over one device count, and a tiled sharding must cover all of it."
                 )
         fixed = [*sized.values(), *(n for n, _ in tiled[:1])]
-        partitions = max(fixed or [n for n, _, _ in asked] or [1])
+        partitions = max(fixed or [*(n for n, _, _ in asked), least])
     for what, size in sized.items():
         if size != partitions:
             raise LoadError(f"{what} has {size} devices, but {name} runs on {partitions} partitions.")
@@ -495,10 +502,14 @@ def _import_round_trip(module: ir.Module) -> None:
             )
 
 
+_GSPMD_CALLS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")  # one operand, one result each
+
+
 def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
     """Every ``mhlo.sharding`` of the module that says something (the body's too), once each is known to be one
-    XLA reads without aborting (text, a serialized proto or the empty string, checked by shardkit's rules):
-    LoadError at the op that holds a bad one."""
+    XLA reads without aborting (text, a serialized proto or the empty string, checked by shardkit's rules; the
+    forms XLA aborts on in a program, ``_refused``; GSPMD's custom calls with one result): LoadError at the op that
+    holds a bad one."""
     out = []
     for site in irx.walk_shardings(module):
         if irx.MHLO_SHARDING in site.shardings:
@@ -506,9 +517,63 @@ def _hlo_shardings(module: ir.Module, where: str) -> list[_HloSite]:
                 hlo = mhlo.read(site.shardings[irx.MHLO_SHARDING])
             except ValueError as e:
                 raise LoadError(f"{_site_at(where, site)}: {diagnostics.clause(e)}") from None
+            reason = None if hlo is None else _refused(site, hlo)
+            if reason is not None:
+                raise LoadError(f"{_site_at(where, site)}: mhlo.sharding {hlo} {reason}")
+            target = irx.call_target(site.op) if site.kind == "op" else ""
+            if target in _GSPMD_CALLS and (len(site.op.operands), len(site.op.results)) != (1, 1):
+                raise LoadError(
+                    f"{_at(where, site.op)}: custom_call @{target} takes one operand and gives one result, this one "
+                    f"{len(site.op.operands)} and {len(site.op.results)} (XLA aborts on it)"
+                )
             if hlo is not None and irx.SDY_SHARDING not in site.shardings:
                 out.append(_HloSite(hlo, site))
     return out
+
+
+def _refused(site: irx.Site, hlo: HloSharding) -> str | None:
+    """Why shardkit loads no program with ``hlo`` at ``site``, or None. XLA refuses a tuple sharding on a value
+    that is no tuple; its GSPMD partitioner aborts on the rest (found by the campaign's sharding_forms target; the
+    lone unknown one also compiling through jaxlib's client alone): unreduced shardings on ops ("Check failed:
+    IsTiledLeaf()"), unknown shardings and manual subgroups on ops of several results ("IsTuple()",
+    "!IsUnknownLeaf()", "IsManualSubgroup()"), an unknown sharding outside a shard group whose value another
+    sharding places (SIGSEGV), and a placement in a shard group the program's other shardings contradict
+    ("buffer != nullptr")."""
+    pieces = hlo.tuple_elements() or [hlo]
+    if hlo.tuple_elements() and not isinstance(site.type, ir.TupleType):
+        n = len(pieces)
+        return (
+            f"is a tuple sharding of {n} element{'' if n == 1 else 's'} for one value of type {site.type} (XLA "
+            "refuses it: a tuple sharding is a tuple's, or one element per result of an op)"
+        )
+    if any(p.is_unreduced() or _UNREDUCED in p.subgroup_types() for p in pieces):
+        return (
+            "is unreduced (devices hold partial sums): XLA's GSPMD partitioner aborts on one on an op, and "
+            "shardkit's Arrays hold no partial sums"
+        )
+    if (
+        site.kind == "op"
+        and len(site.op.results) > 1
+        and any(p.is_unknown() or _MANUAL in p.subgroup_types() for p in pieces)
+    ):
+        return "is unknown or manual in subgroups on an op of several results, which XLA's GSPMD partitioner aborts on"
+    grouped = ["shard_as" in repr(p) or "shard_like" in repr(p) for p in pieces]
+    if any(p.is_unknown() and not g for p, g in zip(pieces, grouped)):
+        return (
+            "is unknown outside a shard group: XLA's GSPMD partitioner segfaulted on one whose value another sharding "
+            "places; write no sharding, which means the same (the compiler chooses)"
+        )
+    if any(g and not p.is_unknown() for p, g in zip(pieces, grouped)):
+        return (
+            "puts a placement in a shard group; XLA's GSPMD partitioner aborts when the group's and the program's "
+            "shardings disagree, so shardkit loads shard groups only of unknown shardings ({unknown shard_as N}, as "
+            "jax's shard_alike writes them)"
+        )
+    return None
+
+
+_UNREDUCED = _jaxlib.OpShardingType.UNREDUCED
+_MANUAL = _jaxlib.OpShardingType.MANUAL
 
 
 def _site_at(where: str, site: irx.Site) -> str:
@@ -568,7 +633,8 @@ def _program(source: Source, entry: str | None, index: int | None, allow_unregis
     hlo = _hlo_shardings(module, parsed.where)
     main = _entry(module, entry, parsed.where)
     meshes = irx.meshes(module)
-    partitions = _num_partitions(module, name, main, meshes, hlo, parsed.where)
+    least = parsed.exported.nr_devices if parsed.exported is not None else 1
+    partitions = _num_partitions(module, name, main, meshes, hlo, parsed.where, least)
     return _Program(module, name, parsed.exported, main, meshes, partitions)
 
 
@@ -700,6 +766,9 @@ def to_exported(lowered: LoweredModule) -> jax.export.Exported:
         for op in irx.ops(module, "arith.constant"):  # what other frontends write; the artifact holds StableHLO
             if isinstance(op.results[0].type, ir.RankedTensorType):
                 irx.constant_to_stablehlo(op)
+        # the partition count, as jax's exports carry it: the module alone may no longer say (a loop whose
+        # tuple sharding named 4 devices folded away leaves no sharding)
+        irx.set_partitions(module, lowered.num_partitions)
     try:
         serialized = jax.extend.mlir.serialize_portable_artifact(module, target, backend.serialize_with_sdy)
     except Exception as e:  # jaxlib's own error type: an op no StableHLO version has
@@ -716,6 +785,8 @@ def to_exported(lowered: LoweredModule) -> jax.export.Exported:
                 s = from_hlo(s.to_hlo(aval.ndim), s.device_assignment, lowered.mesh, aval.ndim)
                 if s.spec is None and s.is_fully_replicated:
                     s = NamedSharding(lowered.mesh or AbstractMesh((), ()), PartitionSpec())
+                if s.spec is None:
+                    s = _over_its_tiles(s, aval.ndim) or s
                 if s.spec is None:
                     raise ValueError(
                         f"{label} {i} of {lowered.name} is sharded as {s}, which is no PartitionSpec over the "
@@ -736,6 +807,21 @@ def to_exported(lowered: LoweredModule) -> jax.export.Exported:
         platform=jax.export.default_export_platform(),
         mlir_module_serialized=serialized,
     )
+
+
+def _over_its_tiles(s: Sharding, ndim: int) -> NamedSharding | None:
+    """``s`` over the abstract mesh of its own tile assignment (``hlo_to_sdy``: an axis ``_axis_<d>`` per cut
+    dimension, ``_replicas`` for the copies) when that mesh orders the devices as the program does: how a GSPMD
+    program's sharding travels in a ``jax.export`` artifact, which holds NamedShardings over abstract meshes. None
+    for a sharding no such mesh describes (devices in another order, a maximal one)."""
+    try:
+        sdy_mesh, tensor = hlo_to_sdy(s.to_hlo(ndim), ndim)
+    except ValueError:
+        return None
+    if not sdy_mesh.axes or sdy_mesh.device_ids is not None:
+        return None
+    sizes, names = zip(*((size, name) for name, size in sdy_mesh.axes))
+    return NamedSharding.from_sdy(tensor, AbstractMesh(sizes, names))
 
 
 def _abstract(s: NamedSharding) -> NamedSharding:

@@ -305,7 +305,7 @@ class Lowering:
         key = (
             tree,
             static,
-            scope.abstract_mesh,  # jax traces under the mesh context; its shape is what the module sees
+            scope.axes_mesh,  # jax traces under the mesh context; its shape is what the module sees
             tuple(
                 (a.shape, a.dtype, a.weak_type, None if s is None else s.abstract_key(a.ndim))
                 for a, s in zip(avals, chosen)

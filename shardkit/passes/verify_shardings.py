@@ -4,7 +4,9 @@ For each ``sdy.sharding`` (function arguments/results, constraints, reshards, pe
 exists, every axis exists in it, no axis is used twice in one tensor, the rank matches, and each dimension
 divides evenly by the axes sharding it. For each ``mhlo.sharding``: it parses, tiles as many dimensions as
 the value has, divides them evenly and names only devices below ``mhlo.num_partitions``. Each mesh must
-have ``mhlo.num_partitions`` devices, and no value may carry both forms. Every finding is one diagnostic
+have ``mhlo.num_partitions`` devices, and no value may carry both forms. A tuple sharding is checked element by
+element where it is one per result of an op; on one value that is not a tuple it is a finding. Replicated,
+manual, unknown and unreduced shardings cut nothing and name no device. Every finding is one diagnostic
 located at the op (``'func.func' op arg 0 - ...``, as Shardy's verifier words them); the IR is unchanged.
 """
 
@@ -111,7 +113,21 @@ class VerifyShardings(Pass):
             return
         raw = ir.StringAttr(attr).value_bytes
         text = raw.decode() if raw.lstrip().startswith(b"{") else repr(hlo)  # a proto's is its text form
-        if hlo.tuple_elements() or hlo.is_replicated() or hlo.is_manual():
+        if hlo.tuple_elements():  # one per result of a multi-result op was split off (irx.walk_shardings)
+            n, results = len(hlo.tuple_elements()), len(where.results) if site.kind == "op" else 1
+            elements = f"a tuple sharding of {n} element{'' if n == 1 else 's'}"
+            if results > 1 and site.index == 0:  # the op's sharding, kept whole for each result: said once
+                self.emit_error(where, f"mhlo.sharding {text} is {elements} for the op's {results} results")
+            elif results == 1 and not isinstance(site.type, ir.TupleType):
+                self.emit_error(
+                    where,
+                    f"{label} - mhlo.sharding {text} is {elements} for one value of type {site.type} (XLA takes "
+                    "a tuple sharding for a tuple, or one element per result of an op)",
+                )
+            return
+        # Replicated, manual (shard_map bodies), unknown (left to the compiler) and unreduced (every device holds
+        # a partial sum of the whole value) shardings cut no dimension and name no device.
+        if hlo.is_replicated() or hlo.is_manual() or hlo.is_unknown() or hlo.is_unreduced():
             return
         devices = hlo.tile_assignment_devices()  # each device once: mhlo.read refuses a repeat
         if partitions is not None:

@@ -120,7 +120,8 @@ class Sharding(metaclass=_KindMeta):
 
     What every kind gets from those: ``device_set``, ``num_devices``, ``addressable_devices``,
     ``is_fully_addressable``, ``shard_shape``, ``devices_indices_map``, ``addressable_devices_indices_map``,
-    ``replica_ids``, ``is_equivalent_to``, and ``==``, ``hash`` and pickling from ``_key``.
+    ``replica_ids``, ``is_equivalent_to``, and ``==``, ``hash`` and pickling from ``_key`` (a kind of one of jax's
+    concrete classes keeps jax's ``==`` and ``hash``, which compare the same values: see ``kind``).
     """
 
     mesh: Mesh | AbstractMesh | None
@@ -204,7 +205,7 @@ class Sharding(metaclass=_KindMeta):
         """The sharding with its devices forgotten: what the lowered text of a rank-``ndim`` value depends on. A
         kind bound to a mesh lowers to its ``sdy.mesh`` (axis names and sizes), so its mesh's abstract form is
         part of the key: two meshes of one shape with other axis names never share a lowering."""
-        mesh = None if self.mesh is None else self.mesh.abstract_mesh
+        mesh = None if self.mesh is None else self.mesh.axes_mesh
         return (type(self), repr(self.to_hlo(ndim)), self.num_devices, mesh, self.memory_kind)
 
     @property
@@ -352,33 +353,51 @@ class Sharding(metaclass=_KindMeta):
             return False
         try:
             mine = self.to_hlo(ndim)
-            if not isinstance(other, Sharding):  # jax's conversion indexes its spec by ndim unchecked
-                other.check_compatible_aval((1,) * ndim)  # jax's own rank check reads only the length
-            theirs = other._to_xla_hlo_sharding(ndim)
+            theirs = other.to_hlo(ndim) if isinstance(other, Sharding) else _jax_hlo(other, ndim)
         except ValueError as e:
             raise ValueError(f"is_equivalent_to(other, ndim={ndim}): {e}") from None
         return mhlo.equivalent(mine, theirs)
 
 
+def _jax_hlo(sharding: jax.sharding.Sharding, ndim: int) -> HloSharding:
+    """A jax sharding's HLO form for a rank-``ndim`` value, ValueError for another rank, as jax's own rank check
+    (``check_compatible_aval``) says; that check reads a GSPMDSharding's tiles, which aborts the process for a
+    tuple or mesh-axes sharding, so those are checked by shardkit first (``mhlo.one_value``)."""
+    if isinstance(sharding, jax.sharding.NamedSharding):  # jax's conversion indexes its spec by ndim unchecked
+        sharding.check_compatible_aval((1,) * ndim)  # and its rank check reads only the spec's length
+        return sharding._to_xla_hlo_sharding(ndim)
+    hlo = mhlo.one_value(sharding._to_xla_hlo_sharding(ndim), "is_equivalent_to")
+    if hlo.is_tiled() and not hlo.is_maximal():
+        mhlo.tiling(hlo, ndim)
+    return hlo
+
+
 _SHARED_DUNDERS = ("__eq__", "__hash__", "__reduce__")
+_EQUALITY = ("__eq__", "__hash__")
 
 
 def kind(cls: type) -> type:
     """Class decorator: ``cls`` (a subclass of a jax sharding class) becomes a shardkit ``Sharding`` kind.
 
     It gets the methods of ``Sharding`` it does not define itself (overriding those of its jax base, so that
-    shardkit's index math, equality and pickling hold for every kind), ``mesh`` and ``spec`` of None where its
-    jax base has none, and is registered as a ``Sharding``; jax looks a subclass of one of its concrete classes
-    up as that class.
+    shardkit's index math and pickling hold for every kind), ``mesh`` and ``spec`` of None where its jax base has
+    none, and is registered as a ``Sharding``; jax looks a subclass of one of its concrete classes up as that class.
+
+    Equality and hashing are shardkit's (from ``_key``), except for a kind that subclasses one of jax's concrete
+    classes (``NamedSharding``, ``SingleDeviceSharding``): jax's rule decides there, which compares the same
+    values as ``_key`` holds (mesh, spec, memory kind; device, memory kind), so a shardkit sharding and jax's of one
+    placement are equal both ways and hash alike, and jax's caches see one placement.
     """
+    (base,) = cls.__bases__
     for name, value in vars(Sharding).items():
         if (name.startswith("__") and name not in _SHARED_DUNDERS) or name.startswith("_abc") or name in vars(cls):
             continue  # the kind's own, or the class machinery of this one
+        if name in _EQUALITY and base is not jax.sharding.Sharding:
+            continue  # jax's concrete class's own equality
         setattr(cls, name, value)
     for name in ("mesh", "spec"):
         if not hasattr(cls, name):
             setattr(cls, name, None)
-    (base,) = cls.__bases__
     if base is jax.sharding.Sharding:
         cls.__new__ = _new_with_cpp_half
     else:

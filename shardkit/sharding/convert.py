@@ -22,12 +22,13 @@ from shardkit.sharding.single import SingleDeviceSharding
 def from_hlo(hlo: HloSharding, devices: Sequence[Device], mesh: Mesh | AbstractMesh | None, ndim: int) -> Sharding:
     """The sharding ``hlo`` describes over ``devices`` (its positions): a SingleDeviceSharding on one device, a
     NamedSharding over ``mesh`` when the mesh has these devices in this order and a PartitionSpec fits, else
-    a GSPMDSharding.
+    a GSPMDSharding. A tuple sharding describes no one value: ``mhlo.TupleShardingError`` (a ValueError).
 
     Examples:
         >>> from_hlo(mhlo.parse("{devices=[1,4,2]<=[8] last_tile_dim_replicate}"), jax.devices(), mesh4x2, 2)
         NamedSharding(mesh=Mesh('x': 4, 'y': 2, axis_types=(Auto, Auto)), spec=P(None, 'x'), memory_kind=device)
     """
+    hlo = mhlo.one_value(hlo, "from_hlo")
     devices = tuple(devices)
     if len(devices) == 1:
         return SingleDeviceSharding(devices[0])

@@ -16,10 +16,10 @@ from shardkit.sharding.base import Device, Sharding, check_memory_kind
 
 
 def _as_hlo(op_sharding: HloSharding | OpSharding | str) -> HloSharding:
-    if isinstance(op_sharding, (HloSharding, OpSharding)):
-        return mhlo.checked(op_sharding)
     if isinstance(op_sharding, str):
-        return mhlo.parse(op_sharding)
+        op_sharding = mhlo.parse(op_sharding)
+    if isinstance(op_sharding, (HloSharding, OpSharding)):
+        return mhlo.one_value(op_sharding, "GSPMDSharding")
     raise TypeError(
         f"GSPMDSharding's op_sharding must be an HloSharding, OpSharding or HLO sharding string, got {op_sharding!r}."
     )
@@ -43,7 +43,7 @@ class GSPMDSharding(Sharding):
     ):
         self._devices = check_devices(np.asarray(devices, dtype=object).flat, "GSPMDSharding devices")
         self._hlo_sharding = hlo = _as_hlo(op_sharding)
-        if hlo.is_manual() or hlo.is_unknown() or hlo.is_unreduced() or hlo.tuple_elements():
+        if hlo.is_manual() or hlo.is_unknown() or hlo.is_unreduced():
             raise ValueError(f"GSPMDSharding supports tiled, replicated and maximal shardings, got {hlo}.")
         if hlo.is_maximal() and not hlo.is_replicated():
             (position,) = hlo.tile_assignment_devices()

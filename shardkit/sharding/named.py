@@ -163,7 +163,7 @@ class NamedSharding(jax.sharding.NamedSharding):
         return cls(sharding.mesh, sharding.spec, memory_kind=sharding.memory_kind)
 
     def abstract_key(self, ndim: int) -> Any:
-        return (NamedSharding, self.mesh.abstract_mesh, self.spec, self._memory_kind)
+        return (NamedSharding, self.mesh.axes_mesh, self.spec, self._memory_kind)
 
     @property
     def unconstrained_dims(self) -> tuple[int, ...]:
@@ -211,7 +211,7 @@ class NamedSharding(jax.sharding.NamedSharding):
             >>> NamedSharding.from_hlo(mesh4x2, mhlo.parse("{devices=[4,1,2]<=[8] last_tile_dim_replicate}"), 2).spec
             P('x',)
         """
-        return _from_hlo(mesh, repr(hlo), ndim)
+        return _from_hlo(mesh, repr(mhlo.one_value(hlo, "NamedSharding.from_hlo")), ndim)
 
     def with_spec(self, spec: PartitionSpec | Sequence[Any]) -> NamedSharding:
         return NamedSharding(self.mesh, spec, memory_kind=self._memory_kind)

@@ -16,6 +16,9 @@ This follows mlir-opt's ``SourceMgrDiagnosticVerifierHandler`` (mlir/lib/IR/Diag
   text matches a directive of another severity on its line as ``'<severity>' diagnostic emitted when expecting
   a '<severity>'`` at the directive; a directive nothing took as ``expected <severity> "<text>" was not
   produced`` at the directive (with ``only_expected``, unexpected diagnostics are ignored).
+- An ``@unknown`` directive has no place in the file for MLIR (``computeExpectedDiags`` drops its ``fileLoc``), so
+  reports about it, and about a diagnostic at no location, are at no place: mlir-opt prints them as
+  ``<unknown>:0: error: ...`` (``SourceMgr::GetMessage`` of an invalid location), and so does shardkit-opt.
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ class Expected:
 
     def match(self, message: str) -> bool:
         return self.pattern.search(message) is not None if self.pattern is not None else self.text in message
+
+    def error(self, message: str, file: str) -> Diagnostic:
+        """An error about this directive, at it; an ``@unknown`` directive has no place (MLIR drops it)."""
+        return Diagnostic("error", message, file, self.at, self.col) if self.line else Diagnostic("error", message)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,19 +159,16 @@ class Verifier:
         if self.only_expected:
             return
         if near_miss is not None:
-            self._report(
-                Diagnostic(
-                    "error",
-                    f"'{diag.severity}' diagnostic emitted when expecting a '{near_miss.severity}'",
-                    self.file,
-                    near_miss.at,
-                    near_miss.col,
-                )
-            )
-        else:
+            message = f"'{diag.severity}' diagnostic emitted when expecting a '{near_miss.severity}'"
+            self._report(near_miss.error(message, self.file))
+        else:  # at the diagnostic's place; one at none at no place, as MLIR's handler prints an unknown location
             self._report(
                 dataclasses.replace(
-                    diag, severity="error", message=f"unexpected {diag.severity}: {diag.message}", notes=()
+                    diag,
+                    severity="error",
+                    message=f"unexpected {diag.severity}: {diag.message}",
+                    file=diag.file if diag.located else "",
+                    notes=(),
                 )
             )
 
@@ -173,9 +177,6 @@ class Verifier:
         for e in [*self.expected, *self.unknown]:
             if not e.matched:
                 message = f'expected {e.severity} "{e.text}" was not produced'
-                if e.line:
-                    self._report(Diagnostic("error", message, self.file, e.at, e.col), len(e.text))
-                else:
-                    self._report(Diagnostic("error", message))
+                self._report(e.error(message, self.file), len(e.text) if e.line else 0)
         problems, self.problems = self.problems, []
         return problems

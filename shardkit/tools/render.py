@@ -8,8 +8,9 @@
 
 Lines come from the input text; a location in another file (debug info of a lowered Python function, say)
 shows that file's line when it can be read, as MLIR's SourceMgr loads it. Notes follow their diagnostic and
-show their line only when it differs from the previous location. A diagnostic without a location is printed
-as ``error: message``.
+show their line only when it differs from the previous location. A diagnostic at no place at all is printed
+as SourceMgr prints an invalid location, ``<unknown>:0: error: message``; one that names its file but no line
+as ``in.mlir: error: message``.
 """
 
 from __future__ import annotations
@@ -48,8 +49,7 @@ class SourceMgr:
 
     def _message(self, diag: Diagnostic, *, span: int = 0, show_source: bool = True) -> str:
         if not diag.located:
-            where = f"{diag.file}: " if diag.file else ""
-            return f"{where}{diag.severity}: {diag.message}\n"
+            return f"{diag.file or '<unknown>:0'}: {diag.severity}: {diag.message}\n"
         head = f"{diag.file}:{diag.line}:{diag.col}: {diag.severity}: {diag.message}\n"
         source = self.line(diag.file, diag.line) if show_source and diag.col > 0 else None
         if source is None or diag.col - 1 > len(source):

@@ -391,3 +391,91 @@ def test_a_bare_spec_constraint_reads_jax_s_mesh_context():
     same(out, want)
     assert isinstance(out.sharding, sk.NamedSharding) and out.sharding.spec == P("data")
     assert out.sharding.mesh == jmesh and want.sharding.spec == jax.P("data")
+
+
+# -- one placement, whichever class holds it ----------------------------------------------------------------------
+
+
+def test_shardkit_and_jax_objects_of_one_placement_are_equal_both_ways_and_hash_alike():
+    """jax's equality rules decide (jax interns meshes and compares them by identity; its NamedSharding compares
+    mesh, spec and memory kind, its SingleDeviceSharding device and memory kind), so a dict keyed by one finds
+    the other."""
+    jmesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 2), ("data", "model"), axis_types=MESH.axis_types)
+    dev = jax.devices()[3]
+    pairs = [
+        (MESH, jmesh),
+        (MESH.abstract_mesh, jmesh.abstract_mesh),  # both name the devices' kind
+        (
+            sk.AbstractMesh((4, 2), ("data", "model")),
+            jax.sharding.AbstractMesh((4, 2), ("data", "model"), MESH.axis_types),
+        ),
+        (S, jax.sharding.NamedSharding(jmesh, jax.P("data"))),
+        (
+            sk.NamedSharding(MESH.abstract_mesh, P("data")),
+            jax.sharding.NamedSharding(jmesh.abstract_mesh, jax.P("data")),
+        ),
+        (sk.SingleDeviceSharding(dev), jax.sharding.SingleDeviceSharding(dev)),
+    ]
+    for mine, theirs in pairs:
+        assert mine == theirs and theirs == mine and hash(mine) == hash(theirs), (mine, theirs)
+        assert {theirs: 1}[mine] == 1 and {mine: 1}[theirs] == 1
+    others = [
+        (S, jax.sharding.NamedSharding(jmesh, jax.P("model"))),
+        (S, jax.sharding.NamedSharding(jmesh, jax.P("data"), memory_kind="pinned_host")),
+        (MESH.abstract_mesh, jax.sharding.AbstractMesh((4, 2), ("data", "model"), MESH.axis_types)),  # jax's rule
+        (sk.SingleDeviceSharding(dev), jax.sharding.SingleDeviceSharding(jax.devices()[4])),
+        (sk.GSPMDSharding([dev], "{replicated}"), jax.sharding.SingleDeviceSharding(dev)),  # another kind
+        (sk.SingleDeviceSharding(dev), sk.GSPMDSharding([dev], "{replicated}")),
+    ]
+    for mine, theirs in others:
+        assert mine != theirs and theirs != mine, (mine, theirs)
+
+
+def test_jax_jit_traces_and_compiles_one_placement_once_under_either_class():
+    """The same data under jax's and shardkit's NamedSharding (and SingleDeviceSharding) of one placement: jax.jit
+    traces, lowers and compiles once. (Its C++ dispatch cache keeps one entry per sharding class, since jaxlib's
+    EqualShardingsForJit compares exact types and mesh objects; both entries hold that one executable.)"""
+    lowered = []
+
+    def count(event: str, seconds: float, **_: object) -> None:
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(count)
+    try:
+        for mine, theirs in [
+            (S, JS),
+            (sk.SingleDeviceSharding(jax.devices()[2]), jax.sharding.SingleDeviceSharding(jax.devices()[2])),
+        ]:
+            lowered.clear()
+            f = jax.jit(lambda a: a * 3 + 1)
+            a, b = jax.device_put(VALUE, theirs), jax.device_put(VALUE, mine)
+            same(f(b), f(a))
+            assert len(lowered) == 1, (mine, lowered)
+            g = jax.jit(lambda a: a * 3 + 1)  # the other order
+            lowered.clear()
+            same(g(a), g(b))
+            assert len(lowered) == 1, (mine, lowered)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(count)
+
+
+def test_shardkit_caches_keyed_on_shardings_give_shardkit_s_own_objects():
+    """A jax object equal to a shardkit one finds shardkit's memo entries (and the reverse): what they promise to
+    return is still shardkit's, whichever of the two filled the entry."""
+    from shardkit.mesh import current_mesh
+    from shardkit.sharding import as_sharding, from_jax
+
+    sk.clear_caches()
+    assert type(from_jax(JS, 2)) is sk.NamedSharding and from_jax(S, 2) == S
+    sk.clear_caches()
+    assert from_jax(S, 2) is S and type(from_jax(JS, 2)) is sk.NamedSharding
+    assert type(as_sharding(JS, 2, "in_shardings")) is sk.NamedSharding
+    with jax.set_mesh(MESH.to_jax()):
+        assert current_mesh() is MESH
+    assert type(sk.Mesh.from_jax(MESH.to_jax())) is sk.Mesh
+    f = sk.jit(lambda a: a * 2)
+    for x in (jax.device_put(VALUE, JS), sk.device_put(VALUE, S), jax.device_put(VALUE, S)):
+        out = f(x)
+        assert type(out.sharding) is sk.NamedSharding and out.sharding == S, type(x.sharding)
+        np.testing.assert_array_equal(np.asarray(out), VALUE * 2)

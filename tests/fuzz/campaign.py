@@ -1,6 +1,7 @@
 """A fuzz campaign over the Python API's boundaries with jaxlib: generated inputs, well formed and not, for the
 HLO and Shardy parsers and forms, meshes and shardings, host data, Arrays and calls, lowering and the
-persistent cache.
+persistent cache; tuple shardings at every function that takes an HLO sharding, and every form XLA's sharding
+parser accepts in every pass, in ``sk.load`` and in the reports.
 
 Every input must end in a result or a named error: ValueError/TypeError (OverflowError for a Python int a
 dtype cannot hold), an ``ir.MLIRError`` with a location, or jax's RuntimeError for a deleted Array. Results
@@ -41,7 +42,7 @@ from hypothesis import (  # noqa: E402
 from jaxlib.mlir import ir  # noqa: E402
 
 import shardkit as sk  # noqa: E402
-from shardkit import P  # noqa: E402
+from shardkit import P, _jaxlib  # noqa: E402
 from shardkit._jaxlib import OpSharding, OpShardingType  # noqa: E402
 from shardkit.dialects import context, mhlo, sdy as sdy_forms  # noqa: E402
 from tests.jax_oracle import jax_gspmd, jax_named  # noqa: E402
@@ -801,6 +802,219 @@ def load_target(text: str) -> None:
         raise Finding(f"a module loaded on {n} partitions gives {got.sharding}, XLA {sharding}:\n{text}")
 
 
+# -- tuple shardings at every entry point; every HLO sharding form in every pass and report ---------------------
+
+_SINGLES = [
+    "{replicated}",
+    "{manual}",
+    "{unknown}",
+    "{unreduced}",
+    "{maximal device=1}",
+    "{maximal device=9}",
+    "{devices=[2]0,1}",
+    "{devices=[2,4]<=[8]}",
+    "{devices=[4,1,2]<=[8] last_tile_dim_replicate}",
+    "{devices=[2,2,2]<=[8] last_tile_dims={manual}}",
+    "{devices=[2,2,2]<=[8] last_tile_dims={unreduced}}",
+    "{devices=[2,1,2,2]<=[8] last_tile_dims={manual, replicated}}",
+    "{devices=[8,1]<=[8] shard_as 1}",
+    "{devices=[1,8]<=[8] shard_like 2}",
+    "{unknown shard_as 1}",
+    "{unknown shard_like 2}",
+    '{maximal device=3 metadata={op_name="a}b"}}',
+]
+
+
+def _proto(element: str, depth: int) -> OpSharding:
+    """The OpSharding of ``element``, wrapped in ``depth`` tuples (XLA's parser takes no nested tuple; a proto can)."""
+    proto = mhlo.parse(element).to_proto()
+    for _ in range(depth):
+        outer = OpSharding()
+        outer.type = OpShardingType.TUPLE
+        outer.tuple_shardings = [proto]
+        proto = outer
+    return proto
+
+
+@st.composite
+def tuple_shardings(draw: Any) -> tuple[str, Any]:
+    """A tuple sharding as text, an HloSharding or an OpSharding proto; nested ones as jaxlib builds them from a
+    proto (XLA's parser reads none)."""
+    elements = draw(st.lists(st.sampled_from(_SINGLES), min_size=1, max_size=3))
+    depth = draw(st.sampled_from([1, 1, 1, 2, 3]))
+    form = draw(st.sampled_from(["text", "object", "proto"]) if depth == 1 else st.sampled_from(["object", "proto"]))
+    if form == "text":
+        return form, "{" + ", ".join(elements) + "}"
+    proto = OpSharding()
+    proto.type = OpShardingType.TUPLE
+    proto.tuple_shardings = [_proto(e, depth - 1) for e in elements]
+    return form, proto if form == "proto" else _jaxlib.HloSharding.from_proto(proto)
+
+
+def _with_context(fn: Callable[[], Any]) -> Any:
+    with context(), ir.Location.unknown():
+        return fn()
+
+
+def _tuple_entry_points(hlo: Any) -> dict[str, Callable[[], Any]]:
+    """Every public function that takes an HloSharding, its text or its proto, on ``hlo`` (any of the three)."""
+    from shardkit.sharding import from_hlo
+
+    def obj() -> Any:
+        return mhlo.parse(hlo) if isinstance(hlo, str) else mhlo.checked(hlo)
+
+    def attr() -> Any:
+        return ir.StringAttr.get(hlo if isinstance(hlo, str) else repr(obj()))
+
+    return {
+        "parse/checked": obj,
+        "one_value": lambda: mhlo.one_value(obj(), "f"),
+        "permuted": lambda: mhlo.permuted(obj(), list(range(8))),
+        "with_trailing_dims": lambda: mhlo.with_trailing_dims(obj(), 1, 1),
+        "tiling": lambda: mhlo.tiling(obj(), 2),
+        "is_replicated": lambda: mhlo.is_replicated(obj()),
+        "equivalent": lambda: mhlo.equivalent(obj(), obj()),
+        "equivalent to one value": lambda: mhlo.equivalent(obj(), mhlo.parse("{replicated}")),
+        "hlo_to_sdy": lambda: sdy_forms.hlo_to_sdy(obj(), 2),
+        "GSPMDSharding": lambda: sk.GSPMDSharding(DEVS, hlo),
+        "from_hlo": lambda: from_hlo(obj(), DEVS, MESH, 2),
+        "NamedSharding.from_hlo": lambda: sk.NamedSharding.from_hlo(MESH, obj(), 2),
+        "is_equivalent_to": lambda: sk.NamedSharding(MESH, P("x")).is_equivalent_to(
+            _jaxlib.gspmd_sharding(DEVS, obj(), None), 2
+        ),
+        "GSPMDSharding.from_jax": lambda: sk.GSPMDSharding.from_jax(_jaxlib.gspmd_sharding(DEVS, obj(), None), 2),
+        "read": lambda: _with_context(lambda: mhlo.read(attr())),
+        "split": lambda: _with_context(lambda: mhlo.split(attr(), 2)),
+        "join": lambda: _with_context(
+            lambda: mhlo.join([attr(), attr()], [ir.RankedTensorType.get([8, 8], ir.F32Type.get())] * 2)
+        ),
+    }
+
+
+def tuple_sharding_target(data: Any) -> None:
+    """Each public function that takes an HloSharding refuses a tuple with a named error where one value's sharding
+    is expected, or reads it element by element where a tuple is legal; never an abort (XLA aborts when asked for
+    a tuple's devices or tiles: fuzz-2026-11c)."""
+    form, hlo = data.draw(tuple_shardings())
+    points = _tuple_entry_points(hlo)
+    name = data.draw(st.sampled_from(sorted(points)))
+    C.mark("tuple_sharding", (form, str(hlo), name))
+    out = C.run(points[name])
+    if isinstance(out, Exception):
+        if name in ("parse/checked", "is_replicated", "equivalent", "read", "split") and form == "text":
+            raise Finding(f"{name} refused the well-formed tuple {hlo!r}: {out}")
+        return
+    if name == "one_value" or name in ("hlo_to_sdy", "GSPMDSharding", "from_hlo", "NamedSharding.from_hlo"):
+        raise Finding(f"{name} took the tuple sharding {hlo!r} for one value's: {out!r}")
+    if name == "is_replicated":
+        C.compared("a tuple's is_replicated against its elements'")
+        if out != all(mhlo.is_replicated(e) for e in points["parse/checked"]().tuple_elements()):
+            raise Finding(f"is_replicated({hlo!r}) is {out}, unlike its elements")
+    if name == "equivalent" and out is not True:
+        raise Finding(f"equivalent({hlo!r}, itself) is {out}")
+    if name == "equivalent to one value" and out is not False:
+        raise Finding(f"the tuple {hlo!r} is equivalent to one value's sharding")
+
+
+_MANUAL = "manual"
+_MANUAL_FORMS = [f for f in _SINGLES if _MANUAL in f]
+
+
+def _proto_of(text: str) -> bytes:
+    return mhlo.parse(text).to_proto().SerializeToString()
+
+
+def _mlir_string(value: str | bytes) -> str:
+    """``value`` as an MLIR string literal (a serialized proto's bytes as ``\\XX`` escapes)."""
+    data = value.encode() if isinstance(value, str) else value
+    return '"' + "".join(chr(b) if 0x20 <= b < 0x7F and b not in (0x22, 0x5C) else f"\\{b:02X}" for b in data) + '"'
+
+
+@st.composite
+def sharding_forms(draw: Any) -> str | bytes:
+    """An ``mhlo.sharding`` of any form XLA's parser accepts (and a few it refuses): each single form, tuples of
+    them (the empty one too), the mesh-axes text, a nested tuple's text, or a form's serialized proto."""
+    kind = draw(st.sampled_from(["single", "single", "tuple", "v3", "odd", "proto"]))
+    if kind == "single":
+        return draw(st.sampled_from(_SINGLES))
+    if kind == "tuple":
+        return "{" + ", ".join(draw(st.lists(st.sampled_from(_SINGLES), max_size=3))) + "}"
+    if kind == "v3":
+        return draw(st.sampled_from(["{mesh['x'=8], [{'x'}, {}]}", "{mesh['x'=2,'y'=4], [{'y'}, {'x'}]}"]))
+    if kind == "odd":
+        return draw(st.sampled_from(["{{{replicated}}}", "{}", "", " ", "{replicated}{replicated}"]))
+    return _proto_of(draw(st.sampled_from(_SINGLES)))
+
+
+@st.composite
+def form_modules(draw: Any) -> str:
+    """A module whose arguments, results and ops (one result, and two: an optimization barrier) carry sharding
+    forms, with or without ``mhlo.num_partitions``."""
+
+    def attr() -> str:
+        return "" if draw(st.integers(0, 2)) == 0 else f" {{mhlo.sharding = {_mlir_string(draw(sharding_forms()))}}}"
+
+    t = "tensor<8x8xf32>"
+    head = draw(st.sampled_from(["module", "module attributes {mhlo.num_partitions = 8 : i32}"]))
+    lines = [
+        f"{head} {{",
+        f"func.func @main(%arg0: {t}{attr()}) -> ({t}{attr()}) {{",
+        f"  %0 = stablehlo.negate %arg0{attr()} : {t}",
+        f'  %1:2 = "stablehlo.optimization_barrier"(%0, %arg0){attr()} : ({t}, {t}) -> ({t}, {t})',
+        f"  %2 = stablehlo.add %1#0, %1#1{attr()} : {t}",
+        f"  return %2 : {t}",
+        "}",
+        "}",
+    ]
+    return "\n".join(lines)
+
+
+def sharding_forms_target(data: Any) -> None:
+    """Every shardkit pass, ``sk.load`` and the reports on a module of any sharding forms: a result, or a named
+    error (a pass's diagnostics located at their ops); never an abort or a traceback of another kind. A loaded
+    program computes -x + x = 0."""
+    from shardkit import passes
+    from shardkit.passes import registry
+
+    text = data.draw(form_modules())
+    name = data.draw(st.sampled_from([*registry.pass_names(), "load"]))
+    C.mark("sharding_forms", (name, text))
+    if name != "load":
+        module = C.run(lambda: ir.Module.parse(text, context()))
+        if isinstance(module, Exception):
+            return
+        out = C.run(lambda: passes.PassManager(name).run(module))
+        if isinstance(out, passes.PassError) and out.what != "crashed":
+            unlocated = [d for d in out.diagnostics if not d.located and "'" not in d.message[:40]]
+            if any("Traceback" in d.message for d in out.diagnostics):
+                raise Finding(f"pass {name} reported a traceback: {out}")
+            if unlocated and name not in ("propagate", "auto-partition"):
+                C.compared("an unlocated finding of a shardkit pass")
+        return
+    lowered = C.run(lambda: sk.load(text))
+    if isinstance(lowered, Exception):
+        return
+    C.run(lambda: lowered.shardings())
+    C.run(lambda: lowered.communication())
+    if _MANUAL in text or any(f'"{_mlir_string(_proto_of(f))[1:-1]}"' in text for f in _MANUAL_FORMS):
+        # XLA's GSPMD partitioner aborts on manual shardings outside its full-to-shard / shard-to-full pattern
+        # (load_target generates that pattern); shardkit does not decide which programs follow it
+        C.compared("a program with manual shardings, not compiled")
+        return
+    try:
+        compiled = lowered.compile()
+    except jax.errors.JaxRuntimeError:  # XLA refused the program, with its message
+        C.compared("a program XLA refuses")
+        return
+    got = C.run(lambda: compiled(np.ones((8, 8), np.float32)))
+    C.run(lambda: compiled.communication())
+    if isinstance(got, Exception):
+        return
+    C.compared("a loaded program of any sharding forms")
+    if not np.array_equal(np.asarray(got), np.zeros((8, 8), np.float32)):
+        raise Finding(f"a program of sharding forms computed {np.asarray(got)!r}:\n{text}")
+
+
 def _read(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
@@ -833,6 +1047,8 @@ TARGETS: dict[str, tuple[Callable, dict[str, Any], float]] = {
     "cache": (cache_target, {"data": st.data()}, 1),
     "target": (target_target, {"spec": target_specs()}, 1),
     "load": (load_target, {"text": sharded_modules()}, 1),
+    "tuple_sharding": (tuple_sharding_target, {"data": st.data()}, 1),
+    "sharding_forms": (sharding_forms_target, {"data": st.data()}, 1),
 }
 
 
