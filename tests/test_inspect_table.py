@@ -120,6 +120,8 @@ def test_json():
         "replicated": False,
         "op_name": "x",
         "source": None,
+        "shard_shape": [4, 4],
+        "bytes_per_device": 64,
     }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -21,11 +22,12 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from shardkit.dialects import irx, sdy as sdy_forms
-from shardkit.inspect import locations
+from shardkit.dialects import copy_module, dtypes, irx, sdy as sdy_forms
+from shardkit.inspect import hlo, locations, notebook
 from shardkit.inspect.communication import aligned
 from shardkit.mesh import AbstractMesh
 from shardkit.partition_spec import PartitionSpec
+from shardkit.passes import run_pipeline
 from shardkit.sharding import NamedSharding
 
 _BODIES = {
@@ -72,6 +74,28 @@ class ValueSharding:
     def line(self) -> int | None:
         return None if self.source is None else int(self.source.rsplit(":", 1)[1])
 
+    @property
+    def shard_shape(self) -> tuple[int, ...] | None:
+        """The piece one device holds: each dimension split over its mesh axes, rounded up as XLA pads an uneven
+        dimension (None where no PartitionSpec says the sharding)."""
+        if self.sharding is None:
+            return None
+        sizes = dict(self.sharding.mesh.shape)
+        out = []
+        for i, dim in enumerate(self.shape):
+            entry = self.spec[i] if i < len(self.spec) else None
+            axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+            out.append(-(-dim // math.prod(sizes[a] for a in axes)))
+        return tuple(out)
+
+    @property
+    def array(self) -> hlo.ArrayShape:
+        """The per-device array as XLA's reports write it (``f32[16,8]``; the global shape where the sharding is
+        not a PartitionSpec)."""
+        element = dtypes.BY_MLIR.get(self.dtype) or dtypes.BY_HLO.get(self.dtype)  # the table says i1 as pred
+        dtype = self.dtype if element is None else element.hlo
+        return hlo.ArrayShape(dtype, self.shape if self.shard_shape is None else self.shard_shape)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "op": self.op,
@@ -83,7 +107,17 @@ class ValueSharding:
             "replicated": self.replicated,
             "op_name": self.op_name,
             "source": self.source,
+            "shard_shape": None if self.shard_shape is None else list(self.shard_shape),
+            "bytes_per_device": _nbytes(self.array),
         }
+
+
+def _nbytes(array: hlo.ArrayShape) -> int | None:
+    """Bytes of ``array``, None for an element type XLA's reports do not size (a token, a tuple)."""
+    try:
+        return array.nbytes
+    except ValueError:
+        return None
 
 
 def _entry(e: Any) -> Any:
@@ -127,6 +161,8 @@ class ShardingTable:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps([r.to_dict() for r in self.rows], indent=indent)
+
+    _repr_html_ = notebook.text
 
     def __str__(self) -> str:
         rows = []
@@ -173,6 +209,16 @@ def sharding_table(module: ir.Module, mesh: Any = None) -> ShardingTable:
             rows.append(_row(name, i, args[i].type, attrs.get(irx.SDY_SHARDING), meshes, mesh, args[i].location))
         _body_rows(func, meshes, mesh, rows)
     return ShardingTable(tuple(rows))
+
+
+def propagated_table(module: ir.Module, mesh: Any = None) -> ShardingTable:
+    """The table of ``module`` (not changed) after Shardy's propagation: every value's sharding as Shardy
+    completes it (a GSPMD-form module is imported first)."""
+    module = copy_module(module)
+    if not irx.uses_shardy(module):
+        run_pipeline(module, "import-gspmd")
+    run_pipeline(module, "propagate")
+    return sharding_table(module, mesh)
 
 
 def _body_rows(parent: ir.Operation, meshes: dict, mesh: Any, rows: list[ValueSharding]) -> None:

@@ -36,6 +36,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from shardkit.inspect import notebook
 from shardkit.inspect.hardware import Hardware, Topology, hardware as profile
 from shardkit.inspect.units import aligned, describe_loops, human_bytes
 
@@ -160,6 +161,8 @@ class StepTime:
 
     def __str__(self) -> str:
         return format_step(self)
+
+    _repr_html_ = notebook.text
 
     def save_image(self, path: str | os.PathLike) -> None:
         """The step's timeline by mesh axis (PNG or SVG by suffix; needs ``shardkit[viz]``): compute on one row,

@@ -1,8 +1,9 @@
 """shardkit-report: compiles a sharded StableHLO module and prints what it communicates.
 
 ``shardkit-report FILE.mlir [--mesh data=4,model=2] [--plan] [--table] [--explain] [--json] [--image OUT.png|.svg]
-[--target tpu-v5e:4x4] [--hardware h100]``, ``shardkit-report --diff A.mlir B.mlir [--plan] [--json]`` and
-``shardkit-report FILE.mlir --autoshard --target tpu-v5e:4x4 [--explain] [--json] [--image OUT.png]``.
+[--target tpu-v5e:4x4] [--hardware h100] [--html OUT.html]``, ``shardkit-report --diff A.mlir B.mlir [--plan] [--json]
+[--html OUT.html]`` and ``shardkit-report FILE.mlir --autoshard --target tpu-v5e:4x4 [--explain] [--json] [--image
+OUT.png] [--html OUT.html]``.
 
 - default: compiles the module with XLA for the first devices of this machine (as many as its partitions;
   virtual CPU devices where it has fewer) and prints the communication report of the partitioned program;
@@ -19,7 +20,9 @@
 - ``--autoshard`` (with ``--target``): searches the mesh and the shardings of the module's open arguments for the
   target (``sk.autoshard``, docs/autoshard.md) and prints the plan and its table of candidates (``--explain``:
   why the winner beats the runner-up; ``--image``: the table as a picture);
-- ``--json``: the same as JSON; ``--image``: also draws the report (needs ``shardkit[viz]``).
+- ``--json``: the same as JSON; ``--image``: also draws the report (needs ``shardkit[viz]``);
+- ``--html OUT.html``: also writes the report page (one self-contained file: the mesh, every value's sharding and
+  tiles, the collectives and why, the modelled step, memory per device; a plan's candidates; a diff's two programs).
 
 Groups are named by the module's ``sdy.mesh`` (logical order, ``device_ids`` respected); ``--mesh`` names them
 for a GSPMD module, which has none. Problems are one-line errors with exit code 1, never a traceback; a
@@ -62,6 +65,7 @@ def _arg_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--image", "--png", metavar="PATH", help="also draw the report (.png or .svg)")
+    parser.add_argument("--html", metavar="PATH", help="also write the report page (docs/inspect.md)")
     return parser
 
 
@@ -81,8 +85,9 @@ class ReportMain(ToolMain):
 
     def run(self) -> int:
         args = self.args
-        if args.image and args.table:
-            return self.error("--image draws the communication report; it does not apply to --table")
+        if (args.image or args.html) and args.table:
+            flag = "--image" if args.image else "--html"
+            return self.error(f"{flag} draws the communication report; it does not apply to --table")
         if len(args.input) != (2 if args.diff else 1):
             wanted = "two inputs (A.mlir B.mlir)" if args.diff else "one input (two only with --diff)"
             return self.error(f"expected {wanted}, got {len(args.input)}: {' '.join(args.input)}")
@@ -146,6 +151,8 @@ class ReportMain(ToolMain):
         table = plan.table()
         if args.image:
             table.save_image(args.image)
+        if args.html:
+            plan.to_html(args.html)
         if args.json:
             views = {"table": table.to_dict()}
             if args.explain:
@@ -178,6 +185,8 @@ class ReportMain(ToolMain):
         from shardkit import inspect
 
         found = inspect.diff(self.communication(*a), self.communication(*b))
+        if self.args.html:
+            found.to_html(self.args.html, names=(a[1], b[1]), hardware=self.args.hardware)
         return found.to_json() + "\n" if self.args.json else str(found)
 
     def report(self, module: ir.Module, name: str) -> str:
@@ -205,9 +214,23 @@ class ReportMain(ToolMain):
             views["time"] = result.time(hardware)
         if args.image:
             views["communication"].save_image(args.image)
+        if args.html:
+            self.write_page(result, name, views)
         if args.json:
             return (views["communication"].to_json() if len(views) == 1 else _json(views)) + "\n"
         return "\n".join(map(str, views.values()))
+
+    def write_page(self, result: Any, name: str, views: dict[str, Any]) -> None:
+        """``--html``: the page of the program ``report`` printed (its explanation when made, memory and step when
+        compiled for a target or timed)."""
+        from shardkit.inspect import page
+
+        explanation = views["communication"] if self.args.explain else None
+        data = page.program(
+            result, name=name, explanation=explanation, memory=views.get("memory"), step=views.get("time")
+        )
+        stage = "Shardy's plan" if self.args.plan else f"XLA's program for {self.args.target or 'this machine'}"
+        page.program_page("program", [data], f"{name}: {stage}").save(self.args.html)
 
     def mesh_and_devices(self, module: ir.Module) -> tuple[Any, list[Any]]:
         """The mesh that names the groups and the devices the partitions run on (the first of this machine)."""
