@@ -2,8 +2,7 @@
 
 Compact by default: a report shows its text table (the numbers ``print`` shows, from the same code), a program a
 card of its key figures; ``to_html()`` on a ``Lowered``, ``Compiled``, plan or diff gives the full page
-(``page.py``), which a notebook shows in a frame. An array's tiles are drawn as boxes on the mesh, as
-``jax.debug.visualize_array_sharding`` draws them (``tiles``).
+(``page.py``), which a notebook shows in a frame. An array's tiles are ``visualize.TileView``'s.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from shardkit.inspect.units import human_bytes
-from shardkit.inspect.visualize import PALETTE, TileGrid
 
 _STYLE = "font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;line-height:1.35"
 
@@ -51,24 +49,3 @@ def communication_facts(report: Any) -> list[tuple[str, str]]:
         ("collectives", f"{len(report.collectives)} ({report.title})"),
         ("sent per device per call", human_bytes(report.wire_bytes)),
     ]
-
-
-def tiles(grid: TileGrid, title: str) -> str:
-    """The tiles of an array as coloured boxes sized by their share of it, each naming the devices that hold it
-    (the picture ``sk.visualize`` prints, and jax's ``visualize_array_sharding`` draws)."""
-    rows = " ".join(f"{max(h, 0.04):.4f}fr" for h in grid.heights)
-    cols = " ".join(f"{max(w, 0.04):.4f}fr" for w in grid.widths)
-    width = min(120 + 90 * len(grid.widths), 720)
-    height = min(40 + 36 * len(grid.heights), 480)
-    boxes = "".join(
-        f"<div style='background:{PALETTE[(r * len(grid.widths) + c) % len(PALETTE)]};color:#fff;display:flex;"
-        f"align-items:center;justify-content:center;text-align:center;{_STYLE}' "
-        f"title='devices {html.escape(', '.join(map(str, grid.devices[r][c])))}'>{html.escape(grid.label(r, c))}</div>"
-        for r in range(len(grid.heights))
-        for c in range(len(grid.widths))
-    )
-    return (
-        f"<div><div style='color:#5f6b7a;margin-bottom:4px'>{html.escape(title)}</div>"
-        f"<div style='display:grid;grid-template-rows:{rows};grid-template-columns:{cols};gap:2px;width:{width}px;"
-        f"height:{height}px'>{boxes}</div></div>"
-    )

@@ -108,11 +108,11 @@ class ValueSharding:
             "op_name": self.op_name,
             "source": self.source,
             "shard_shape": None if self.shard_shape is None else list(self.shard_shape),
-            "bytes_per_device": _nbytes(self.array),
+            "bytes_per_device": nbytes(self.array),
         }
 
 
-def _nbytes(array: hlo.ArrayShape) -> int | None:
+def nbytes(array: hlo.ArrayShape) -> int | None:
     """Bytes of ``array``, None for an element type XLA's reports do not size (a token, a tuple)."""
     try:
         return array.nbytes
@@ -228,13 +228,18 @@ def _body_rows(parent: ir.Operation, meshes: dict, mesh: Any, rows: list[ValueSh
                 op = op.operation
                 if op.name in _SKIP or not op.results and op.name not in _BODIES:
                     continue
-                shardings = _result_shardings(op)
-                for i, result in enumerate(op.results):
-                    rows.append(
-                        _row(op.name, i, result.type, shardings[i] if shardings else None, meshes, mesh, op.location)
-                    )
+                rows += op_rows(op, meshes, mesh)
                 if op.name in _BODIES:
                     _body_rows(op, meshes, mesh, rows)
+
+
+def op_rows(op: ir.Operation, meshes: dict, mesh: Any = None) -> list[ValueSharding]:
+    """One row per result of ``op`` (``meshes``: the module's, ``irx.meshes(module)``)."""
+    shardings = _result_shardings(op)
+    return [
+        _row(op.name, i, result.type, shardings[i] if shardings else None, meshes, mesh, op.location)
+        for i, result in enumerate(op.results)
+    ]
 
 
 def _result_shardings(op: ir.Operation) -> list[ir.Attribute] | None:

@@ -22,7 +22,10 @@ OUT.png] [--html OUT.html]``.
   why the winner beats the runner-up; ``--image``: the table as a picture);
 - ``--json``: the same as JSON; ``--image``: also draws the report (needs ``shardkit[viz]``);
 - ``--html OUT.html``: also writes the report page (one self-contained file: the mesh, every value's sharding and
-  tiles, the collectives and why, the modelled step, memory per device; a plan's candidates; a diff's two programs).
+  tiles, the collectives and why, the modelled step, memory per device; a plan's candidates; a diff's two programs);
+- ``--trace OUT.json``: also writes the modelled step as a Chrome/Perfetto trace (with ``--hardware`` or a TPU
+  ``--target``); ``--model-explorer DIR``: also writes Shardy's plan of the module and its node data for Model
+  Explorer (docs/inspect.md).
 
 Groups are named by the module's ``sdy.mesh`` (logical order, ``device_ids`` respected); ``--mesh`` names them
 for a GSPMD module, which has none. Problems are one-line errors with exit code 1, never a traceback; a
@@ -34,6 +37,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import pathlib
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -66,6 +70,8 @@ def _arg_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--image", "--png", metavar="PATH", help="also draw the report (.png or .svg)")
     parser.add_argument("--html", metavar="PATH", help="also write the report page (docs/inspect.md)")
+    parser.add_argument("--trace", metavar="PATH", help="also write the modelled step as a Perfetto trace (JSON)")
+    parser.add_argument("--model-explorer", metavar="DIR", help="also write the plan and node data for Model Explorer")
     return parser
 
 
@@ -84,6 +90,8 @@ class ReportMain(ToolMain):
         self.compiled: Any = None  # the last program compiled for --target
 
     def run(self) -> int:
+        from shardkit.executor.targets import profile_name
+
         args = self.args
         if (args.image or args.html) and args.table:
             flag = "--image" if args.image else "--html"
@@ -99,6 +107,10 @@ class ReportMain(ToolMain):
             return self.error("--target and --hardware compile the module; they do not apply to --plan or --table")
         if args.target and args.mesh:
             return self.error("--mesh names groups on this machine's devices; with --target the module's mesh does")
+        if (args.trace or args.model_explorer) and (args.table or args.diff or args.autoshard):
+            return self.error("--trace and --model-explorer export one program: not with --table, --diff, --autoshard")
+        if args.trace and (args.plan or not (args.hardware or profile_name(args.target))):
+            return self.error("--trace writes the modelled step of XLA's program: give --hardware or a TPU --target")
         if args.autoshard and not args.target:
             return self.error("--autoshard searches for a machine: give --target, e.g. --target tpu-v5e:4x4")
         if args.autoshard and (args.plan or args.table or args.diff or args.mesh):
@@ -216,6 +228,12 @@ class ReportMain(ToolMain):
             views["communication"].save_image(args.image)
         if args.html:
             self.write_page(result, name, views)
+        if args.trace:
+            views["time"].save_trace(args.trace)
+        if args.model_explorer:
+            from shardkit.inspect import model_explorer
+
+            model_explorer.export(result, args.model_explorer, pathlib.Path(name).stem)
         if args.json:
             return (views["communication"].to_json() if len(views) == 1 else _json(views)) + "\n"
         return "\n".join(map(str, views.values()))

@@ -391,31 +391,31 @@
         "'tpu-v5e'), shardkit-report --hardware), or compile for a TPU target." :
           "Shardy's plan has no device groups to time: compile it (Compiled.to_html) for the modelled step." }));
     }
-    const busy = Math.max(step.compute_seconds, step.memory_seconds);
     const names = ["compute / memory", ...new Set(step.collectives.map((t) => t.over))];
-    const end = Math.max(step.step_seconds, busy, 1e-12);
+    const end = Math.max(step.step_seconds, 1e-12);
     const W = 900, left = 150, rowH = 24, top = 8, H = top + names.length * rowH + 34;
     const x = (s) => left + (s / end) * (W - left - 10);
     const kids = [];
     names.forEach((name, r) => kids.push(svg("text", { x: left - 8, y: top + r * rowH + 16, "text-anchor": "end",
       "font-size": 11, fill: "#33415a" }, name)));
-    if (busy) kids.push(svg("rect", { x: x(0), y: top + 4, width: x(busy) - x(0), height: rowH - 8, fill: "#3b5b92" },
-      tip(`compute ${humanSeconds(step.compute_seconds)}, memory ${humanSeconds(step.memory_seconds)}`)));
-    let hiddenAt = 0, exposedAt = busy;
+    const colours = { compute: "#3b5b92", hidden: "#9ec5f0", exposed: "#d9412b" };
     const bars = [];
-    step.collectives.forEach((t) => {
-      const r = names.indexOf(t.over), hidden = t.total_seconds - t.exposed_seconds;
-      const add = (start, length, colour, what) => {
-        const bar = svg("rect", { class: "bar", x: x(start), y: top + r * rowH + 4, width: Math.max(1, x(start + length) - x(start)),
-          height: rowH - 8, fill: colour, "data-collective": t.index, onclick: () => { state.show("collective", t.index);
-            bars.forEach((b) => b.classList.toggle("selected", b.dataset.collective === String(t.index))); } },
-        tip(`#${t.index} ${t.kind} over ${t.over}: ${humanSeconds(length)} ${what} (${humanBytes(t.wire_bytes_per_device)} x ${t.executions})`));
-        bars.push(bar); kids.push(bar);
-      };
-      if (hidden > 0) add(hiddenAt, hidden, "#9ec5f0", "hidden under compute");
-      if (t.exposed_seconds > 0) add(exposedAt, t.exposed_seconds, "#d9412b", "exposed");
-      hiddenAt += hidden; exposedAt += t.exposed_seconds;
-    });
+    for (const seg of step.timeline) {  // StepTime.timeline(): laid out by the time model, drawn here
+      const r = names.indexOf(seg.row);
+      const box = { x: x(seg.start), y: top + r * rowH + 4, width: Math.max(1, x(seg.start + seg.seconds) - x(seg.start)),
+        height: rowH - 8, fill: colours[seg.part] };
+      if (seg.index === null) {
+        kids.push(svg("rect", box, tip(`compute ${humanSeconds(step.compute_seconds)}, memory ${humanSeconds(step.memory_seconds)}`)));
+        continue;
+      }
+      const t = step.collectives[seg.index];
+      const bar = svg("rect", { ...box, class: "bar", "data-collective": t.index, "data-part": seg.part,
+        onclick: () => { state.show("collective", t.index);
+          bars.forEach((b) => b.classList.toggle("selected", b.dataset.collective === String(t.index))); } },
+      tip(`#${t.index} ${t.kind} over ${t.over}: ${humanSeconds(seg.seconds)} ${seg.part === "hidden" ?
+        "hidden under compute" : "exposed"} (${humanBytes(t.wire_bytes_per_device)} x ${t.executions})`));
+      bars.push(bar); kids.push(bar);
+    }
     const axisY = top + names.length * rowH + 4;
     kids.push(svg("line", { x1: x(0), x2: x(end), y1: axisY, y2: axisY, stroke: "#99a3b0" }));
     for (let i = 0; i <= 5; i++) {
