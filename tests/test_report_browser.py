@@ -4,9 +4,12 @@ selection work. Skipped, saying why, where there is no Chromium (./run test inst
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from shardkit.autosharding.plan import human_seconds as plan_seconds
+from shardkit.inspect.table import propagated_table
 from shardkit.inspect.units import human_bytes
 from tests import browser as browser_, report_pages
 
@@ -116,6 +119,19 @@ def test_search_sort_and_selection_on_the_values(browser, files):
         page.click("table[data-table='collectives'] tbody tr >> nth=1")
         assert page.text_content("#details h3") == "collective #1"
         assert why.items[1].summary in page.text_content("#details")
+        assert errors == []
+
+
+def test_a_value_split_over_sub_axes_is_painted_on_the_torus(browser, files):
+    _, reports = report_pages.gpt()
+    module, mesh, _ = reports["communication"].program
+    row = next(r for r in propagated_table(module, mesh) if r.spec is None and '":(' in r.sdy)
+    with browser_.opened(browser, files["gpt"]) as (page, errors):
+        page.fill("input[type=search]", '":(')  # Shardy's sub-axis text, "model":(1)4
+        page.locator("table[data-table='values'] tbody tr").first.click()
+        assert page.text_content("#details dd >> nth=1") == row.sdy
+        tiles = page.eval_on_selector_all("#mesh rect[data-device]", "rs => rs.map(r => r.dataset.tile)")
+        assert len(tiles) == 256 and len(set(tiles)) == math.prod(row.pieces)
         assert errors == []
 
 

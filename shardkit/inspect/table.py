@@ -54,6 +54,7 @@ class ValueSharding:
             PartitionSpec cannot express it (``sdy`` says it all).
         replicated: no mesh axis shards the value (with or without an attribute).
         op_name, source: the jax op and ``file:line`` from the op's location.
+        pieces: how many pieces each dimension is split into (sub-axes included); None where the mesh is unknown.
     """
 
     op: str
@@ -65,6 +66,7 @@ class ValueSharding:
     replicated: bool
     op_name: str = ""
     source: str | None = None
+    pieces: tuple[int, ...] | None = None
 
     @property
     def spec(self) -> PartitionSpec | None:
@@ -76,22 +78,16 @@ class ValueSharding:
 
     @property
     def shard_shape(self) -> tuple[int, ...] | None:
-        """The piece one device holds: each dimension split over its mesh axes, rounded up as XLA pads an uneven
-        dimension (None where no PartitionSpec says the sharding)."""
-        if self.sharding is None:
+        """The piece one device holds: each dimension split into its ``pieces``, rounded up as XLA pads an uneven
+        dimension (None where the mesh is unknown)."""
+        if self.pieces is None:
             return None
-        sizes = dict(self.sharding.mesh.shape)
-        out = []
-        for i, dim in enumerate(self.shape):
-            entry = self.spec[i] if i < len(self.spec) else None
-            axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
-            out.append(-(-dim // math.prod(sizes[a] for a in axes)))
-        return tuple(out)
+        return tuple(-(-dim // n) for dim, n in zip(self.shape, self.pieces))
 
     @property
     def array(self) -> hlo.ArrayShape:
-        """The per-device array as XLA's reports write it (``f32[16,8]``; the global shape where the sharding is
-        not a PartitionSpec)."""
+        """The per-device array as XLA's reports write it (``f32[16,8]``; the global shape where the mesh is
+        unknown)."""
         element = dtypes.BY_MLIR.get(self.dtype) or dtypes.BY_HLO.get(self.dtype)  # the table says i1 as pred
         dtype = self.dtype if element is None else element.hlo
         return hlo.ArrayShape(dtype, self.shape if self.shard_shape is None else self.shard_shape)
@@ -259,7 +255,7 @@ def _row(
 ) -> ValueSharding:
     shape = tuple(type_.shape) if isinstance(type_, ir.RankedTensorType) else ()
     dtype = str(type_.element_type) if isinstance(type_, ir.RankedTensorType) else str(type_)
-    text, sharding, replicated = "", None, True
+    text, sharding, replicated, pieces = "", None, True, None
     if attr is not None:
         tensor = sdy_forms.SdyTensorSharding.from_attr(attr)
         text = str(tensor)
@@ -271,10 +267,14 @@ def _row(
                 sharding = NamedSharding.from_sdy(tensor, target)
             except ValueError:
                 sharding = None
+        if sdy_mesh is not None:
+            sizes = dict(sdy_mesh.axes)
+            pieces = tuple(math.prod(r.sub[1] if r.sub else sizes.get(r.name, 1) for r in d.axes) for d in tensor.dims)
     else:
         named = next(iter(meshes.values()), None)
         target = _mesh_for(named, mesh) if named is not None else mesh
         sharding = NamedSharding(target, PartitionSpec()) if target is not None else None
+        pieces = (1,) * len(shape)
     return ValueSharding(
         op,
         index,
@@ -285,6 +285,7 @@ def _row(
         replicated,
         locations.op_name(location),
         locations.source(location),
+        pieces,
     )
 
 
