@@ -62,6 +62,7 @@ def program(
     *,
     name: str = "",
     explanation: Any = None,
+    table: Any = None,
     memory: Any = None,
     step: Any = None,
     explain: bool = True,
@@ -74,13 +75,13 @@ def program(
         communication: XLA's report (``Compiled.communication()``) or Shardy's plan (``Lowered.communication()``);
             its StableHLO module gives the per-value table.
         name: what to call the program (the page's title and, in a diff, its side).
-        explanation: ``communication.explain()`` when already made.
+        explanation: ``communication.explain()``, table: the per-value ``ShardingTable`` after propagation, when
+            already made.
         memory: a ``MemoryReport``; step: a ``StepTime``.
     """
     if explanation is None and explain and communication.program is not None:
         explanation = communication.explain()
-    table = None
-    if communication.program is not None:
+    if table is None and communication.program is not None:
         module, mesh, _ = communication.program
         table = propagated_table(module, mesh)
     return {

@@ -181,6 +181,14 @@
     return grid;
   }
 
+  // A value's tiles in the details panel: the grid where it is small enough to read, else how many there are.
+  function tilesOf(row, mesh) {
+    const dims = splits(row, mesh.axes);
+    if (!dims) return null;
+    const total = dims.flat().reduce((n, r) => n * r.size, 1);
+    return total <= 64 ? tileGrid(dims, mesh) : el("p", { class: "note", text: `${total} tiles: see them on the mesh` });
+  }
+
   // -- the mesh on the devices ---------------------------------------------------------------------------------
 
   // Each device position's cell: on a TPU slice where its chip sits on the torus (one small grid per z plane),
@@ -303,7 +311,7 @@
               + `, ${humanBytes(r.bytes_per_device)}` : "-" }),
             el("dt", { text: "jax op" }), el("dd", { text: r.op_name || "-" }),
             el("dt", { text: "line" }), el("dd", { text: r.source || "-" })),
-          splits(r, program.mesh.axes) ? tileGrid(splits(r, program.mesh.axes), program.mesh) : null,
+          tilesOf(r, program.mesh),
           el("div", { class: "note", text: moving.length ? `collectives that move it (${moving.length}):` :
             "no collective of this program moves it" }),
           moving.map((i) => whyBlock(program, i, why)),
@@ -659,7 +667,7 @@
     if (DATA.kind === "plan") main.append(planPanel(DATA.plan));
     if (DATA.kind === "diff") {
       main.append(diffPanel(DATA.diff, programs));
-      main.append(el("div", { class: "grid2" }, programs.map((p) => el("div", {},
+      main.append(el("div", { class: "grid2 sides" }, programs.map((p) => el("div", {},
         el("h2", { style: "font-size:15px;margin:6px 0", text: p.name }), summaryChips(p), programView(p)))));
     } else {
       main.append(programView(programs[0]));
