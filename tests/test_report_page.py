@@ -127,12 +127,14 @@ def test_shardkit_report_html_trace_and_model_explorer(mlp_lowered, tmp_path):
         (["--trace", "t.json"], "--trace writes the modelled step of XLA's program: give --hardware or a TPU --target"),
         (["--plan", "--trace", "t.json"], "--trace writes the modelled step"),
         (["--table", "--model-explorer", "d"], "--trace and --model-explorer export one program"),
+        (["--html", "no/such/dir/x.html"], "could not write 'no/such/dir/x.html': No such file or directory"),
     ],
 )
-def test_export_flags_that_do_not_apply_are_one_line_errors(mlp_lowered, tmp_path, argv, message):
+def test_export_flags_that_do_not_apply_are_one_line_errors(mlp_lowered, tmp_path, monkeypatch, argv, message):
     module = tmp_path / "mlp.mlir"
     module.write_text(mlp_lowered.as_text())
     err = io.StringIO()
+    monkeypatch.chdir(tmp_path)  # relative paths: the one that cannot be written is named as given
     assert ReportMain([str(module), *argv], stdout=io.StringIO(), stderr=err).run() == 1
     assert message in err.getvalue() and len(err.getvalue().splitlines()) == 1
 

@@ -134,6 +134,8 @@ class ReportMain(ToolMain):
             return self.error(str(e))
         except JaxRuntimeError as e:
             return self.error(f"XLA could not compile the module: {str(e).splitlines()[0]}")
+        except OSError as e:  # --html, --image, --trace, --model-explorer: where it cannot write
+            return self.error(f"could not write '{e.filename}': {e.strerror}")
         self.stdout.write(out)
         return 0
 
