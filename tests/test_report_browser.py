@@ -8,10 +8,12 @@ import math
 
 import pytest
 
+import shardkit as sk
 from shardkit.autosharding.plan import human_seconds as plan_seconds
 from shardkit.inspect.table import propagated_table
 from shardkit.inspect.units import human_bytes
 from tests import browser as browser_, report_pages
+from tests.examples import load_example
 
 pytestmark = pytest.mark.skipif(browser_.missing() is not None, reason=browser_.missing() or "")
 
@@ -162,4 +164,18 @@ def test_the_diff_page_shows_both_programs_and_what_changed(browser, files):
             assert int(shown) == after
             shown = page.get_attribute(f".bars [data-axes=\"{axes}\"][data-side='before'] .num", "data-value")
             assert int(shown) == before
+        assert errors == []
+
+
+def test_each_chip_of_a_multi_slice_target_has_its_own_square(browser, tmp_path):
+    example = load_example("mlp_2d")
+    train, params, data = example.build(sk.make_mesh((4, 2), ("x", "y")))
+    compiled = train.lower(*example.arguments(params, data)).compile(target="tpu-v5e:2x2,slices=2")
+    compiled.to_html(tmp_path / "slices.html")
+    with browser_.opened(browser, str(tmp_path / "slices.html")) as (page, errors):
+        places = page.eval_on_selector_all(
+            "#mesh rect[data-device]", "rs => rs.map(r => r.getAttribute('x') + ',' + r.getAttribute('y'))"
+        )
+        assert len(set(places)) == 8
+        assert "2 slices, left to right" in page.text_content("#mesh .note")
         assert errors == []

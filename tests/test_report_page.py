@@ -52,6 +52,7 @@ def test_a_program_page_carries_its_reports_json_once():
         "coords": None,
         "torus": None,
         "wraps": None,
+        "slices": None,
     }
     assert page.html.count('id="shardkit-data"') == 1
 
@@ -274,3 +275,11 @@ def test_model_explorer_node_data_loads_in_model_explorers_package(tmp_path):
             n = nodes[(graph, node)]
             assert n["label"].startswith("sdy.all_") or n["label"].startswith("sdy.collective")
             assert any(a["key"] == "shardkit.sent" for a in n["attrs"])
+
+
+def test_a_multi_slice_target_places_each_slices_chips(mlp_lowered):
+    data = embedded(mlp_lowered.compile(target="tpu-v5e:2x2,slices=2").to_html().html)
+    mesh = data["programs"][0]["mesh"]
+    assert mesh["torus"] == [2, 2] and sorted(set(mesh["slices"].values())) == [0, 1]
+    places = {(tuple(mesh["coords"][i]), mesh["slices"][i]) for i in map(str, mesh["device_ids"])}
+    assert len(places) == 8

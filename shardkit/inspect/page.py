@@ -97,16 +97,18 @@ def program(
 
 def mesh_data(report: CommunicationReport) -> dict[str, Any]:
     """The mesh's axes, its devices in mesh order, and where a TPU slice's chips sit (``coords`` by device id, the
-    torus' ``shape`` and ``wraps``), for the mesh panel."""
+    torus' ``shape`` and ``wraps``, each device's slice where there are several), for the mesh panel."""
     ids = list(report.device_ids) or list(range(report.num_devices))
     topology = report.topology
     placed = topology is not None and topology.coords and all(i in topology.coords for i in ids)
+    slices = {str(i): topology.slices.get(i, 0) for i in ids} if placed else {}
     return {
         "axes": [[n, s] for n, s in report.mesh or ()],
         "device_ids": ids,
         "coords": {str(i): list(topology.coords[i]) for i in ids} if placed else None,
         "torus": list(topology.shape) if placed else None,
         "wraps": list(topology.wraps) if placed else None,
+        "slices": slices if len(set(slices.values())) > 1 else None,
     }
 
 

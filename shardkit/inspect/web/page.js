@@ -195,13 +195,15 @@
   // elsewhere the mesh folded into rows (first axis) and columns (the rest).
   function layout(mesh) {
     const n = mesh.device_ids.length;
-    if (mesh.coords) {
+    if (mesh.coords) {  // planes of a 3-D slice side by side, then the slices of a multi-slice target
       const [X, Y, Z] = [mesh.torus[0], mesh.torus[1] || 1, mesh.torus[2] || 1];
+      const S = mesh.slices ? Math.max(...Object.values(mesh.slices)) + 1 : 1;
       const cells = mesh.device_ids.map((id) => {
         const [x, y = 0, z = 0] = mesh.coords[String(id)];
-        return { col: x + z * (X + 1), row: y };
+        const slice = mesh.slices ? mesh.slices[String(id)] : 0;
+        return { col: x + (z + slice * Z) * (X + 1), row: y };
       });
-      return { cells, cols: Z * (X + 1) - 1, rows: Y, torus: true, planes: Z };
+      return { cells, cols: S * Z * (X + 1) - 1, rows: Y, torus: true, planes: Z, slices: S };
     }
     const rows = mesh.axes.length > 1 ? mesh.axes[0][1] : 1;
     const cols = Math.max(1, Math.round(n / rows));
@@ -260,7 +262,8 @@
     paint();
     const axes = mesh.axes.map(([n, s]) => `${n}=${s}`).join(" x ") || "no mesh";
     const where = mesh.coords ? `laid on the chips of a ${mesh.torus.join("x")} slice (${mesh.wraps.map((w, i) =>
-      `dim ${i} ${w ? "wraps" : "open"}`).join(", ")}${place.planes > 1 ? "; one grid per z plane" : ""})` :
+      `dim ${i} ${w ? "wraps" : "open"}`).join(", ")}${place.planes > 1 ? "; one grid per z plane" : ""}` +
+      `${place.slices > 1 ? `; ${place.slices} slices, left to right` : ""})` :
       "rows: the first axis, columns: the others";
     return section("mesh", "The mesh on the devices", `${axes}, ${mesh.device_ids.length} devices, ${where}.`,
       axisPicks, el("div", { class: "scroll", style: "max-height:none;border:none" }, picture), caption);
