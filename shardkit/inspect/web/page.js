@@ -541,18 +541,20 @@
     const ys = rows.flatMap((r) => [r.step_seconds, r.xla && r.xla.step_seconds]).filter((v) => v > 0);
     const limitShown = t.memory_limit && t.memory_limit < 10 * Math.max(...xs);  // else it would squeeze the points
     if (limitShown) xs.push(t.memory_limit);
-    const lg = (v) => Math.log10(v);
-    const [x0, x1] = [Math.floor(lg(Math.min(...xs))), Math.ceil(lg(Math.max(...xs)) + 1e-9)];
-    const [y0, y1] = [Math.floor(lg(Math.min(...ys))), Math.ceil(lg(Math.max(...ys)) + 1e-9)];
-    const X = (v) => pad.l + ((lg(v) - x0) / Math.max(x1 - x0, 1)) * (W - pad.l - pad.r);
-    const Y = (v) => H - pad.b - ((lg(v) - y0) / Math.max(y1 - y0, 1)) * (H - pad.t - pad.b);
-    const kids = [];
-    // gridlines at 1, 2 and 5 times each power of ten (1 only, over many decades)
-    const ticks = (a, b) => Array.from({ length: b - a + 1 }, (_, i) => a + i)
-      .flatMap((d) => (b - a > 3 ? [1] : [1, 2, 5]).map((m) => m * 10 ** d)).filter((v) => v <= 10 ** b);
-    for (const v of ticks(x0, x1)) kids.push(svg("line", { x1: X(v), x2: X(v), y1: pad.t, y2: H - pad.b, stroke: "#eef1f4" }),
+    // log scales a little wider than the points; bytes ticked at powers of two, seconds at 1, 2 and 5 x 10^k
+    const lg = Math.log10;
+    const [x0, x1] = [lg(Math.min(...xs) / 1.3), lg(Math.max(...xs) * 1.3)];
+    const [y0, y1] = [lg(Math.min(...ys) / 1.3), lg(Math.max(...ys) * 1.3)];
+    const X = (v) => pad.l + ((lg(v) - x0) / (x1 - x0)) * (W - pad.l - pad.r);
+    const Y = (v) => H - pad.b - ((lg(v) - y0) / (y1 - y0)) * (H - pad.t - pad.b);
+    const inside = (lo, hi) => (v) => lg(v) >= lo && lg(v) <= hi;
+    const twos = Array.from({ length: 64 }, (_, k) => 2 ** k).filter(inside(x0, x1));
+    const xTicks = twos.filter((_, i) => i % Math.ceil(twos.length / 8) === 0);
+    const yTicks = Array.from({ length: 24 }, (_, i) => i - 12).flatMap((d) => [1, 2, 5].map((m) => m * 10 ** d))
+      .filter(inside(y0, y1));
+    for (const v of xTicks) kids.push(svg("line", { x1: X(v), x2: X(v), y1: pad.t, y2: H - pad.b, stroke: "#eef1f4" }),
       svg("text", { x: X(v), y: H - pad.b + 14, "text-anchor": "middle", "font-size": 10, fill: "#5f6b7a" }, humanBytes(v)));
-    for (const v of ticks(y0, y1)) kids.push(svg("line", { x1: pad.l, x2: W - pad.r, y1: Y(v), y2: Y(v), stroke: "#eef1f4" }),
+    for (const v of yTicks) kids.push(svg("line", { x1: pad.l, x2: W - pad.r, y1: Y(v), y2: Y(v), stroke: "#eef1f4" }),
       svg("text", { x: pad.l - 6, y: Y(v) + 3, "text-anchor": "end", "font-size": 10, fill: "#5f6b7a" }, humanSeconds(v)));
     kids.push(svg("text", { x: (W + pad.l) / 2, y: H - 6, "text-anchor": "middle", "font-size": 11 }, "memory per device (log)"),
       svg("text", { x: 12, y: H / 2, transform: `rotate(-90 12 ${H / 2})`, "text-anchor": "middle", "font-size": 11 }, "modelled step (log)"));
