@@ -71,7 +71,10 @@ def opened(browser: Any, path: str, *, width: int = 1400, height: int = 900) -> 
     page.route("**/*", offline)
     try:
         page.goto(f"file://{os.path.abspath(path)}")
-        page.wait_for_selector("body[data-ready=true]", timeout=10_000)
+        try:
+            page.wait_for_selector("body[data-ready=true]", timeout=10_000)
+        except Exception as e:  # say why the page never drew itself
+            raise AssertionError(f"{path} did not draw itself: {errors or e}") from None
         yield page, errors
     finally:
         page.close()

@@ -15,9 +15,8 @@ import json
 import os
 from typing import Any
 
-from shardkit.inspect.timing import COMPUTE, StepTime
-
 PID = 1
+StepTime = Any  # timing.StepTime, which imports this module to write its trace
 
 
 def events(step: StepTime) -> dict[str, Any]:
@@ -27,17 +26,19 @@ def events(step: StepTime) -> dict[str, Any]:
         >>> x = sk.ShapeDtypeStruct((16, 8), np.float32, sharding=NamedSharding(mesh4x2, P("x", "y")))
         >>> step = sk.jit(lambda a: a.sum()).lower(x).compile().communication().time("h100")
         >>> [(e["ph"], e["name"]) for e in events(step)["traceEvents"] if e["ph"] == "X"]
-        [('X', "all-reduce over 'y' (exposed)"), ('X', "all-reduce over 'x' (exposed)")]
+        [('X', 'compute'), ('X', "all-reduce over 'y' (exposed)"), ('X', "all-reduce over 'x' (exposed)")]
     """
-    rows = [COMPUTE, *dict.fromkeys(t.collective.over for t in step.collectives)]
+    segments = step.timeline()
+    compute = [s.row for s in segments if s.index is None]
+    rows = dict.fromkeys([*compute, *(t.collective.over for t in step.collectives)])
     tid = {row: i + 1 for i, row in enumerate(rows)}
     out: list[dict[str, Any]] = [
         _meta("process_name", 0, {"name": f"{step.title} on {step.hardware.name} (modelled by shardkit)"}),
     ]
     for row, i in tid.items():
-        label = row if row == COMPUTE else f"collectives over {row}"
+        label = row if row in compute else f"collectives over {row}"
         out += [_meta("thread_name", i, {"name": label}), _meta("thread_sort_index", i, {"sort_index": i})]
-    for s in step.timeline():
+    for s in segments:
         event = {"ph": "X", "pid": PID, "tid": tid[s.row], "ts": s.start * 1e6, "dur": s.seconds * 1e6}
         if s.index is None:
             out.append({**event, "name": "compute", "cat": "compute", "args": _compute_args(step)})

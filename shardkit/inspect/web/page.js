@@ -552,6 +552,7 @@
     const xTicks = twos.filter((_, i) => i % Math.ceil(twos.length / 8) === 0);
     const yTicks = Array.from({ length: 24 }, (_, i) => i - 12).flatMap((d) => [1, 2, 5].map((m) => m * 10 ** d))
       .filter(inside(y0, y1));
+    const kids = [];
     for (const v of xTicks) kids.push(svg("line", { x1: X(v), x2: X(v), y1: pad.t, y2: H - pad.b, stroke: "#eef1f4" }),
       svg("text", { x: X(v), y: H - pad.b + 14, "text-anchor": "middle", "font-size": 10, fill: "#5f6b7a" }, humanBytes(v)));
     for (const v of yTicks) kids.push(svg("line", { x1: pad.l, x2: W - pad.r, y1: Y(v), y2: Y(v), stroke: "#eef1f4" }),
