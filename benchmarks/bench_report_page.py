@@ -108,6 +108,7 @@ def photographs(directory: pathlib.Path) -> None:
             with browser.opened(b, path, width=1500, height=1100) as (tab, errors):
                 for selector in clicks[name]:
                     tab.locator(selector).first.click()
+                tab.evaluate("window.scrollTo(0, 0)")  # a click scrolled its row into view: start at the top
                 tab.screenshot(path=str(directory / f"report_{name}.png"))
                 assert not errors, errors
             print(f"wrote {directory / f'report_{name}.png'}")

@@ -445,7 +445,7 @@
     const axisY = top + names.length * rowH + 4;
     kids.push(svg("line", { x1: x(0), x2: x(end), y1: axisY, y2: axisY, stroke: "#99a3b0" }));
     for (let i = 0; i <= 5; i++) {
-      kids.push(svg("text", { x: x((end * i) / 5), y: axisY + 14, "text-anchor": "middle", "font-size": 10, fill: "#5f6b7a" },
+      kids.push(svg("text", { x: x((end * i) / 5), y: axisY + 14, "text-anchor": i === 5 ? "end" : "middle", "font-size": 10, fill: "#5f6b7a" },
         humanSeconds((end * i) / 5)));
     }
     kids.push(svg("line", { x1: x(step.step_seconds), x2: x(step.step_seconds), y1: top, y2: axisY, stroke: "#111",
