@@ -45,7 +45,7 @@ from shardkit.autosharding.xla_auto import xla_autoshard  # noqa: E402
 from shardkit.executor import targets  # noqa: E402
 from shardkit.inspect import OutOfMemoryError, hardware  # noqa: E402
 
-GPT2_SMALL = gpt.params(vocab=50304, seq=1024, dim=768, ff=3072, layers=12)
+GPT2_SMALL = gpt.GPT2_SMALL
 GPT_1B = gpt.params(vocab=50304, seq=1024, dim=2048, ff=8192, layers=24)  # 1.3B parameters: 21 GB with Adam
 
 

@@ -48,6 +48,7 @@ def params(vocab=VOCAB, seq=SEQ, dim=DIM, ff=FF, layers=LAYERS):
 
 
 PARAMS = params()
+GPT2_SMALL = params(vocab=50304, seq=1024, dim=768, ff=3072, layers=12)  # GPT-2 small's sizes (124M parameters)
 
 
 def _norm(x, scale):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import os
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -21,8 +22,8 @@ from shardkit import _jaxlib
 from shardkit.caching import on_clear
 from shardkit.dialects import copy_module
 from shardkit.executor import Compiled, Target, bind_target, compile_lowered
-from shardkit.executor.arguments import call_key, flatten_call, place
-from shardkit.inspect import CommunicationReport, ShardingTable, sharding_table, shardy_report
+from shardkit.executor.arguments import call_key, flatten_call, leaf_paths, place
+from shardkit.inspect import CommunicationReport, ShardingTable, notebook, page, sharding_table, shardy_report
 from shardkit.lowering import JitOptions, LoweredModule, Lowering, load_module
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh
 
@@ -89,6 +90,28 @@ class Lowered:
         Shardy chose)."""
         return sharding_table(self._lowered.module, self._lowered.mesh)
 
+    def to_html(self, path: str | os.PathLike | None = None, *, explain: bool = True) -> page.Page:
+        """One self-contained page of Shardy's plan for this program (``docs/inspect.md``): the mesh, every value's
+        sharding and tiles, the collectives Shardy would insert and why (``explain``); written to ``path`` when
+        given. ``compile().to_html()`` adds XLA's program, the modelled step and memory per device."""
+        data = page.program(self.communication(), name=self._lowered.name, explain=explain)
+        return page.save(page.program_page("program", [data], f"{self._lowered.name}: Shardy's plan"), path)
+
+    def _repr_html_(self) -> str:
+        """A notebook's compact view: the mesh and each argument's and result's sharding (``to_html()`` is the full
+        page)."""
+        mesh = self.mesh
+        lowered = self._lowered
+        outs = jax.tree_util.tree_unflatten(lowered.out_tree, [0] * lowered.out_tree.num_leaves)
+        out_paths = ["result" + jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(outs)[0]]
+        rows = [
+            *zip(leaf_paths(lowered.in_tree), lowered.in_avals, lowered.in_shardings),
+            *zip(out_paths, lowered.out_avals, lowered.out_shardings),
+        ]
+        facts = [("mesh", "none" if mesh is None else " ".join(f"{n}={s}" for n, s in mesh.shape.items()))]
+        facts += [(name, f"{aval.dtype}[{','.join(map(str, aval.shape))}]  {_spec_text(s)}") for name, aval, s in rows]
+        return notebook.card(f"Lowered {lowered.name}", facts, hint="to_html() gives the full report page")
+
     def run_passes(self, pipeline: str) -> Lowered:
         """A new Lowered with ``pipeline`` run over a copy of the module; this one is left untouched."""
         from shardkit import passes
@@ -116,6 +139,15 @@ class Lowered:
         if target is not None:
             lowered = bind_target(lowered, target)
         return Compiled(lowered, compile_lowered(lowered))
+
+
+def _spec_text(sharding: Any) -> str:
+    """How a card names a sharding: its PartitionSpec where it has one, else its kind; ``chosen by the compiler``
+    for none."""
+    if sharding is None:
+        return "chosen by the compiler"
+    spec = getattr(sharding, "spec", None)
+    return str(spec) if spec is not None else type(sharding).__name__
 
 
 def load(

@@ -120,6 +120,8 @@ def test_json():
         "replicated": False,
         "op_name": "x",
         "source": None,
+        "shard_shape": [4, 4],
+        "bytes_per_device": 64,
     }
 
 
@@ -133,6 +135,7 @@ def test_what_a_partition_spec_cannot_say_keeps_the_sdy_text():
 
     (row,) = sharding_table(ir.Module.parse(text, context()), MESH).rows
     assert row.sharding is None and row.sdy == '#sdy.sharding<@mesh, [{"x":(1)2}, {}]>'
+    assert row.pieces == (2, 1) and row.shard_shape == (4, 8) and row.to_dict()["bytes_per_device"] == 128
     assert '{"x":(1)2}' in str(sharding_table(ir.Module.parse(text, context())))
 
 

@@ -20,7 +20,7 @@ from shardkit.autosharding.model import Estimate, Machine
 from shardkit.autosharding.program import Program
 from shardkit.autosharding.search import GAIN, Candidate, describe
 from shardkit.autosharding.space import Choice, Spec, spec_text
-from shardkit.inspect import locations, timing
+from shardkit.inspect import locations, notebook, page, timing
 from shardkit.inspect.units import aligned, human_bytes
 
 TABLE_ROWS = 20  # rows the printed table shows (to_json has every candidate)
@@ -262,6 +262,27 @@ class Plan:
         """Why the winner beats the runner-up: the collectives it avoids or adds, compute, traffic, memory."""
         return explain(self)
 
+    def to_html(self, path: str | os.PathLike | None = None, *, explain: bool = True) -> page.Page:
+        """One self-contained page of the plan (``docs/inspect.md``): every candidate's modelled step against its
+        memory per device (the winner, the runner-up, XLA's confirmed programs), why the winner wins, and the chosen
+        program's page (XLA's compiled program where the search confirmed it, else Shardy's plan); written to
+        ``path`` when given."""
+        compiled = self.compiled
+        if compiled is not None:
+            communication = compiled.communication()
+            step, memory = communication.time(self.machine.hardware), compiled.memory()
+        else:
+            communication, step, memory = self.lower().communication(), None, None
+        data = page.program(communication, name="the chosen layout", memory=memory, step=step, explain=explain)
+        sections = {"table": self.table().to_dict(), "explanation": self.explain().to_dict()}
+        title = f"autoshard plan for {self.target}: mesh {self.chosen.mesh}"
+        return page.save(page.program_page("plan", [data], title, plan=sections), path)
+
+    def _repr_html_(self) -> str:
+        """A notebook's compact view: the plan as printed, its candidates folded (``to_html()`` is the full page)."""
+        body = notebook.pre(str(self)) + notebook.details("the candidates", str(self.table()))
+        return notebook.card("autoshard plan", [], body, "to_html() gives the full report page")
+
     def __str__(self) -> str:
         c = self.chosen
         confirmed = self.confirmed.get(c.key)
@@ -427,6 +448,8 @@ class CandidateTable:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
+    _repr_html_ = notebook.text
+
     def __str__(self) -> str:
         p = self.plan
         limit = f", limit {human_bytes(p.memory_limit)} per device" if p.memory_limit else ""
@@ -576,6 +599,8 @@ class Explanation:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
+
+    _repr_html_ = notebook.text
 
     def __str__(self) -> str:
         w, r = self.winner, self.runner_up

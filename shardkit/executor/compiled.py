@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,8 +29,18 @@ from shardkit.executor.arguments import (
     may_share,
     place,
 )
-from shardkit.executor.targets import device_memory, device_topology
-from shardkit.inspect import CommunicationReport, MemoryReport, ProgramCost, memory_report, program_cost, xla_report
+from shardkit.executor.targets import device_memory, device_topology, profile_name
+from shardkit.inspect import (
+    CommunicationReport,
+    MemoryReport,
+    ProgramCost,
+    memory_report,
+    notebook,
+    page,
+    program_cost,
+    xla_report,
+)
+from shardkit.inspect.units import human_bytes
 from shardkit.lowering import LoweredModule, ShapeDtypeStruct
 from shardkit.mesh import is_local
 from shardkit.sharding import Sharding, from_hlo
@@ -185,6 +196,39 @@ class Compiled:
         lowered = self._lowered
         report = xla_report(self._hlo_module(), lowered.device_assignment, lowered.mesh, lowered.module)
         return dataclasses.replace(report, topology=device_topology(lowered), cost=self.cost())
+
+    def to_html(
+        self, path: str | os.PathLike | None = None, *, hardware: str | None = None, explain: bool = True
+    ) -> page.Page:
+        """One self-contained page of this program (``docs/inspect.md``): its mesh on the devices, every value's
+        tiles, its collectives and why (``explain``), the modelled step on ``hardware`` (default: a TPU target's
+        own; none for CPU devices) and memory per device; written to ``path`` when given."""
+        communication = self.communication()
+        hardware = hardware or profile_name(self.target)
+        data = page.program(
+            communication,
+            name=self._lowered.name,
+            memory=self.memory(),
+            step=None if hardware is None else communication.time(hardware),
+            explain=explain,
+        )
+        where = self.target or "this process's devices"
+        return page.save(page.program_page("program", [data], f"{self._lowered.name}: XLA's program for {where}"), path)
+
+    def _repr_html_(self) -> str:
+        """A notebook's compact view: the target, the mesh, what the program communicates and holds per device, the
+        two reports folded (``to_html()`` is the full page)."""
+        report, memory = self.communication(), self.memory()
+        mesh = self._lowered.mesh
+        capacity = f" of {human_bytes(memory.capacity)}" if memory.capacity else ""
+        facts = [
+            ("target", self.target or "this process's devices"),
+            ("mesh", "none" if mesh is None else " ".join(f"{n}={s}" for n, s in mesh.shape.items())),
+            *notebook.communication_facts(report),
+            ("memory per device", human_bytes(memory.total) + capacity),
+        ]
+        body = notebook.details("collectives", str(report)) + notebook.details("memory per device", str(memory))
+        return notebook.card(f"Compiled {self._lowered.name}", facts, body, "to_html() gives the full report page")
 
     @property
     def executable(self) -> Any:

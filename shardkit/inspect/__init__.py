@@ -10,10 +10,13 @@
 - ``sharding_table(module, mesh)``: one row per value of a (propagated) Shardy module.
 - ``report.explain()`` (``explain.py``): why each collective is there, down to the arguments, results and
   constraints whose shardings meet; ``diff(a, b)``: what changed between two programs.
-- ``visualize(array_or_sharding, shape)``: the tiles in the terminal; ``sharding_image`` and
-  ``communication_image`` draw PNG/SVG with the optional extra ``shardkit[viz]``.
+- ``visualize(array_or_sharding, shape)``: the tiles in the terminal (a ``TileView`` in a notebook);
+  ``sharding_image`` and ``communication_image`` draw PNG/SVG with the optional extra ``shardkit[viz]``.
 
-``Compiled.communication()``, ``Lowered.communication()`` and ``Lowered.shardings()`` call these.
+``Compiled.communication()``, ``Lowered.communication()`` and ``Lowered.shardings()`` call these; every report
+shows itself in a notebook (``notebook.py``), and ``to_html()`` on a ``Lowered``, ``Compiled``, plan or diff is
+one self-contained page (``page.py``); ``trace.py`` and ``model_explorer.py`` export for Perfetto and Model
+Explorer.
 """
 
 from shardkit.inspect.communication import Collective, CommunicationReport, Totals
@@ -27,7 +30,7 @@ from shardkit.inspect.shardy import report as shardy_report
 from shardkit.inspect.table import ShardingTable, ValueSharding, sharding_table
 from shardkit.inspect.timing import CollectiveTime, StepTime
 from shardkit.inspect.units import KINDS
-from shardkit.inspect.visualize import sharding_text, tile_grid, visualize
+from shardkit.inspect.visualize import TileView, sharding_text, tile_grid, visualize
 from shardkit.inspect.xla import report as xla_report
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     "ShardingTable",
     "StepTime",
     "Topology",
+    "TileView",
     "Totals",
     "ValueSharding",
     "communication_image",

@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from shardkit.inspect import locations
+from shardkit.inspect import locations, notebook
 from shardkit.inspect.hlo import ArrayShape
 from shardkit.inspect.units import KINDS, aligned, human_bytes
 
@@ -231,6 +231,8 @@ class CommunicationReport:
 
     def __str__(self) -> str:
         return format_report(self)
+
+    _repr_html_ = notebook.text
 
     def save_image(self, path: str) -> None:
         """A picture of the mesh with the bytes each axis carries (PNG or SVG by suffix; needs ``shardkit[viz]``)."""

@@ -18,12 +18,11 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import context, copy_module, irx
-from shardkit.inspect import locations, shardy
+from shardkit.dialects import context
+from shardkit.inspect import locations, notebook, page, shardy
 from shardkit.inspect.communication import Collective, CommunicationReport, Totals
-from shardkit.inspect.table import ValueSharding, sharding_table
+from shardkit.inspect.table import ValueSharding, propagated_table
 from shardkit.inspect.units import aligned, human_bytes
-from shardkit.passes import run_pipeline
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +76,29 @@ class ProgramDiff:
     removed: tuple[Collective, ...]
     resized: tuple[tuple[Collective, Collective], ...]
     by_axes: dict[str, tuple[int, int]]
+    reports: tuple[CommunicationReport, ...] = dataclasses.field(default=(), repr=False, compare=False)
+
+    _repr_html_ = notebook.text
+
+    def to_html(
+        self,
+        path: str | os.PathLike | None = None,
+        *,
+        names: tuple[str, str] = ("before", "after"),
+        hardware: str | None = None,
+        explain: bool = True,
+    ) -> page.Page:
+        """One self-contained page of the diff (``docs/inspect.md``): what changed, then the two programs side by side
+        (each with its mesh, values, collectives and why; the modelled step on ``hardware`` for XLA's programs);
+        written to ``path`` when given."""
+
+        def side(report: CommunicationReport, name: str) -> dict[str, Any]:
+            step = report.time(hardware) if hardware and report.stage == "xla" else None
+            return page.program(report, name=name, step=step, explain=explain)
+
+        programs = [side(r, n) for r, n in zip(self.reports, names)]
+        title = f"What changed from {names[0]} to {names[1]}"
+        return page.save(page.program_page("diff", programs, title, diff=self.to_dict()), path)
 
     def __bool__(self) -> bool:
         return bool(self.values or self.added or self.removed or self.resized)
@@ -154,7 +176,7 @@ def diff(a: Any, b: Any) -> ProgramDiff:
     before, after = first.by_axes(), second.by_axes()
     zero = Totals()
     by_axes = {k: (before.get(k, zero).wire_bytes, after.get(k, zero).wire_bytes) for k in {**before, **after}}
-    return ProgramDiff(first.stage, values, added, removed, resized, by_axes)
+    return ProgramDiff(first.stage, values, added, removed, resized, by_axes, (first, second))
 
 
 def _report(program: Any, name: str) -> CommunicationReport:
@@ -192,11 +214,7 @@ def _plan(report: CommunicationReport) -> CommunicationReport:
 
 def _table(report: CommunicationReport) -> list[ValueSharding]:
     module, mesh, _ = report.program
-    module = copy_module(module)
-    if not irx.uses_shardy(module):
-        run_pipeline(module, "import-gspmd")
-    run_pipeline(module, "propagate")
-    return list(sharding_table(module, mesh))
+    return list(propagated_table(module, mesh))
 
 
 def _line(source: str | None) -> tuple[str, str] | None:

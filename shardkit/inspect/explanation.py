@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from shardkit.inspect import locations
+from shardkit.inspect import locations, notebook
 from shardkit.inspect.communication import Collective, CommunicationReport
 from shardkit.inspect.units import human_bytes
 
@@ -213,6 +213,8 @@ class Explanation:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
+
+    _repr_html_ = notebook.text
 
     def save_image(self, path: str | os.PathLike) -> None:
         """Each collective (bar: bytes sent per device) tied to its line and the lines its shardings came from

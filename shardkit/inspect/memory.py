@@ -22,8 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from shardkit import _jaxlib
-from shardkit.dialects import dtypes
-from shardkit.inspect import hlo
+from shardkit.inspect import hlo, notebook
 from shardkit.inspect.communication import aligned
 from shardkit.inspect.table import ShardingTable
 from shardkit.inspect.units import human_bytes
@@ -120,6 +119,8 @@ class MemoryReport:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
+
+    _repr_html_ = notebook.text
 
     def __str__(self) -> str:
         where = self.target or "this process's devices"
@@ -233,13 +234,8 @@ def from_plan(
     of Shardy's propagated plan (``table``: ``Lowered.run_passes("propagate").shardings()``)."""
     found = []
     for row in table.rows:
-        shape = row.shape if row.sharding is None else row.sharding.shard_shape(row.shape)
         kind = "argument" if row.op == "@main" else "value"
-        element = dtypes.BY_MLIR.get(row.dtype) or dtypes.BY_HLO.get(row.dtype)  # the table says i1 as pred
-        dtype = row.dtype if element is None else element.hlo
-        found.append(
-            Buffer(f"{row.op}#{row.index}", hlo.ArrayShape(dtype, tuple(shape)), kind, row.op_name, row.source)
-        )
+        found.append(Buffer(f"{row.op}#{row.index}", row.array, kind, row.op_name, row.source))
     return MemoryReport(target, num_devices, 0, 0, 0, 0, 0, None, capacity, _largest(found, top), error=error)
 
 

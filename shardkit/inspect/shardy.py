@@ -54,10 +54,16 @@ def report(module: ir.Module, mesh: Any = None, devices: Sequence[Any] | None = 
             "the module is in the GSPMD form (mhlo.sharding): Shardy has no plan for it. The compiled "
             "report shows what XLA's GSPMD partitioner does, or run 'import-gspmd' first."
         )
-    planned = copy_module(module)
-    run_pipeline(planned, PIPELINE)
-    report, _ = read(planned, mesh, devices)
+    report, _ = read(planned(module), mesh, devices)
     return dataclasses.replace(report, program=(module, mesh, devices))
+
+
+def planned(module: ir.Module) -> ir.Module:
+    """A copy of ``module`` with Shardy's plan written in: propagated, every conflict an explicit reshard, each
+    reshard the collectives it needs (``PIPELINE``)."""
+    out = copy_module(module)
+    run_pipeline(out, PIPELINE)
+    return out
 
 
 def read(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -21,11 +22,12 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-from shardkit.dialects import irx, sdy as sdy_forms
-from shardkit.inspect import locations
+from shardkit.dialects import copy_module, dtypes, irx, sdy as sdy_forms
+from shardkit.inspect import hlo, locations, notebook
 from shardkit.inspect.communication import aligned
 from shardkit.mesh import AbstractMesh
 from shardkit.partition_spec import PartitionSpec
+from shardkit.passes import run_pipeline
 from shardkit.sharding import NamedSharding
 
 _BODIES = {
@@ -52,6 +54,7 @@ class ValueSharding:
             PartitionSpec cannot express it (``sdy`` says it all).
         replicated: no mesh axis shards the value (with or without an attribute).
         op_name, source: the jax op and ``file:line`` from the op's location.
+        pieces: how many pieces each dimension is split into (sub-axes included); None where the mesh is unknown.
     """
 
     op: str
@@ -63,6 +66,7 @@ class ValueSharding:
     replicated: bool
     op_name: str = ""
     source: str | None = None
+    pieces: tuple[int, ...] | None = None
 
     @property
     def spec(self) -> PartitionSpec | None:
@@ -71,6 +75,22 @@ class ValueSharding:
     @property
     def line(self) -> int | None:
         return None if self.source is None else int(self.source.rsplit(":", 1)[1])
+
+    @property
+    def shard_shape(self) -> tuple[int, ...] | None:
+        """The piece one device holds: each dimension split into its ``pieces``, rounded up as XLA pads an uneven
+        dimension (None where the mesh is unknown)."""
+        if self.pieces is None:
+            return None
+        return tuple(-(-dim // n) for dim, n in zip(self.shape, self.pieces))
+
+    @property
+    def array(self) -> hlo.ArrayShape:
+        """The per-device array as XLA's reports write it (``f32[16,8]``; the global shape where the mesh is
+        unknown)."""
+        element = dtypes.BY_MLIR.get(self.dtype) or dtypes.BY_HLO.get(self.dtype)  # the table says i1 as pred
+        dtype = self.dtype if element is None else element.hlo
+        return hlo.ArrayShape(dtype, self.shape if self.shard_shape is None else self.shard_shape)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,7 +103,17 @@ class ValueSharding:
             "replicated": self.replicated,
             "op_name": self.op_name,
             "source": self.source,
+            "shard_shape": None if self.shard_shape is None else list(self.shard_shape),
+            "bytes_per_device": nbytes(self.array),
         }
+
+
+def nbytes(array: hlo.ArrayShape) -> int | None:
+    """Bytes of ``array``, None for an element type XLA's reports do not size (a token, a tuple)."""
+    try:
+        return array.nbytes
+    except ValueError:
+        return None
 
 
 def _entry(e: Any) -> Any:
@@ -127,6 +157,8 @@ class ShardingTable:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps([r.to_dict() for r in self.rows], indent=indent)
+
+    _repr_html_ = notebook.text
 
     def __str__(self) -> str:
         rows = []
@@ -175,6 +207,16 @@ def sharding_table(module: ir.Module, mesh: Any = None) -> ShardingTable:
     return ShardingTable(tuple(rows))
 
 
+def propagated_table(module: ir.Module, mesh: Any = None) -> ShardingTable:
+    """The table of ``module`` (not changed) after Shardy's propagation: every value's sharding as Shardy
+    completes it (a GSPMD-form module is imported first)."""
+    module = copy_module(module)
+    if not irx.uses_shardy(module):
+        run_pipeline(module, "import-gspmd")
+    run_pipeline(module, "propagate")
+    return sharding_table(module, mesh)
+
+
 def _body_rows(parent: ir.Operation, meshes: dict, mesh: Any, rows: list[ValueSharding]) -> None:
     for region in parent.regions:
         for block in region.blocks:
@@ -182,13 +224,18 @@ def _body_rows(parent: ir.Operation, meshes: dict, mesh: Any, rows: list[ValueSh
                 op = op.operation
                 if op.name in _SKIP or not op.results and op.name not in _BODIES:
                     continue
-                shardings = _result_shardings(op)
-                for i, result in enumerate(op.results):
-                    rows.append(
-                        _row(op.name, i, result.type, shardings[i] if shardings else None, meshes, mesh, op.location)
-                    )
+                rows += op_rows(op, meshes, mesh)
                 if op.name in _BODIES:
                     _body_rows(op, meshes, mesh, rows)
+
+
+def op_rows(op: ir.Operation, meshes: dict, mesh: Any = None) -> list[ValueSharding]:
+    """One row per result of ``op`` (``meshes``: the module's, ``irx.meshes(module)``)."""
+    shardings = _result_shardings(op)
+    return [
+        _row(op.name, i, result.type, shardings[i] if shardings else None, meshes, mesh, op.location)
+        for i, result in enumerate(op.results)
+    ]
 
 
 def _result_shardings(op: ir.Operation) -> list[ir.Attribute] | None:
@@ -208,7 +255,7 @@ def _row(
 ) -> ValueSharding:
     shape = tuple(type_.shape) if isinstance(type_, ir.RankedTensorType) else ()
     dtype = str(type_.element_type) if isinstance(type_, ir.RankedTensorType) else str(type_)
-    text, sharding, replicated = "", None, True
+    text, sharding, replicated, pieces = "", None, True, None
     if attr is not None:
         tensor = sdy_forms.SdyTensorSharding.from_attr(attr)
         text = str(tensor)
@@ -220,10 +267,14 @@ def _row(
                 sharding = NamedSharding.from_sdy(tensor, target)
             except ValueError:
                 sharding = None
+        if sdy_mesh is not None:
+            sizes = dict(sdy_mesh.axes)
+            pieces = tuple(math.prod(r.sub[1] if r.sub else sizes.get(r.name, 1) for r in d.axes) for d in tensor.dims)
     else:
         named = next(iter(meshes.values()), None)
         target = _mesh_for(named, mesh) if named is not None else mesh
         sharding = NamedSharding(target, PartitionSpec()) if target is not None else None
+        pieces = (1,) * len(shape)
     return ValueSharding(
         op,
         index,
@@ -234,6 +285,7 @@ def _row(
         replicated,
         locations.op_name(location),
         locations.source(location),
+        pieces,
     )
 
 

@@ -36,6 +36,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from shardkit.inspect import notebook
 from shardkit.inspect.hardware import Hardware, Topology, hardware as profile
 from shardkit.inspect.units import aligned, describe_loops, human_bytes
 
@@ -91,6 +92,22 @@ class CollectiveTime:
             "total_seconds": self.total,
             "exposed_seconds": self.exposed,
         }
+
+
+COMPUTE = "compute / memory"  # the timeline's first row
+
+
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """One bar of the step's timeline (``StepTime.timeline``): its row (``COMPUTE`` or a collective's mesh axes, as
+    ``Collective.over`` prints them), when it starts and how long it takes (seconds), which ``part`` it is
+    (``compute``, ``hidden`` or ``exposed``) and the collective's index (None for the compute)."""
+
+    row: str
+    start: float
+    seconds: float
+    part: str
+    index: int | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +170,7 @@ class StepTime:
             "loops": [loop.to_dict() for loop in self.loops],
             "collectives": [t.to_dict() for t in self.collectives],
             "by_axes": self.by_axes(),
+            "timeline": [dataclasses.asdict(s) for s in self.timeline()],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -160,6 +178,31 @@ class StepTime:
 
     def __str__(self) -> str:
         return format_step(self)
+
+    _repr_html_ = notebook.text
+
+    def timeline(self) -> tuple[Segment, ...]:
+        """The step laid out in time, as its picture, the report page and the trace draw it: the compute (``max(compute,
+        memory)``) from 0, each collective on its axes' row in program order, the part hidden under the compute from
+        0 on, the exposed part after the compute."""
+        busy = max(self.compute, self.memory)
+        out = [Segment(COMPUTE, 0.0, busy, "compute", None)] if busy else []
+        hidden_at, exposed_at = 0.0, busy
+        for t in self.collectives:
+            hidden, row = t.total - t.exposed, t.collective.over
+            if hidden:
+                out.append(Segment(row, hidden_at, hidden, "hidden", t.index))
+            if t.exposed:
+                out.append(Segment(row, exposed_at, t.exposed, "exposed", t.index))
+            hidden_at, exposed_at = hidden_at + hidden, exposed_at + t.exposed
+        return tuple(out)
+
+    def save_trace(self, path: str | os.PathLike) -> None:
+        """The timeline as a Chrome/Perfetto trace (JSON that Perfetto's UI and XProf's trace viewer open;
+        ``shardkit.inspect.trace``)."""
+        from shardkit.inspect import trace
+
+        trace.save(self, path)
 
     def save_image(self, path: str | os.PathLike) -> None:
         """The step's timeline by mesh axis (PNG or SVG by suffix; needs ``shardkit[viz]``): compute on one row,
@@ -397,22 +440,16 @@ def timeline_image(step: StepTime, path: str | os.PathLike) -> None:
     """Draws ``step.save_image``'s timeline (see there)."""
     from shardkit.inspect import images
 
-    rows = ["compute / memory", *dict.fromkeys(t.collective.over for t in step.collectives)]
+    segments = step.timeline()
+    rows = [COMPUTE, *dict.fromkeys(t.collective.over for t in step.collectives)]
     figure = images.new_figure(11, 1.2 + 0.45 * len(rows))
     axes = figure.add_subplot()
     y = {name: i for i, name in enumerate(rows)}
-    busy = max(step.compute, step.memory)
     us = 1e6  # draw in microseconds
-    if busy:
-        axes.barh(0, busy * us, color="#4c72b0", height=0.6)
-    hidden_at, exposed_at = 0.0, busy  # hidden parts run under the compute, exposed parts after it
-    for t in step.collectives:
-        hidden, row = t.total - t.exposed, y[t.collective.over]
-        if hidden:
-            axes.barh(row, hidden * us, left=hidden_at * us, color="#a6cee3", height=0.6, edgecolor="white")
-        if t.exposed:
-            axes.barh(row, t.exposed * us, left=exposed_at * us, color="#e31a1c", height=0.6, edgecolor="white")
-        hidden_at, exposed_at = hidden_at + hidden, exposed_at + t.exposed
+    colours = {"compute": "#4c72b0", "hidden": "#a6cee3", "exposed": "#e31a1c"}
+    for s in segments:
+        edge = None if s.part == "compute" else "white"
+        axes.barh(y[s.row], s.seconds * us, left=s.start * us, color=colours[s.part], height=0.6, edgecolor=edge)
     axes.axvline(step.step * us, color="black", linestyle="--", linewidth=1)
     axes.set_yticks(range(len(rows)), rows, fontsize=8)
     axes.invert_yaxis()

@@ -4,16 +4,18 @@ An array is drawn as a grid of its tiles: rank 1 as one row, rank 2 as rows x co
 raises) rank > 2 with the leading dimensions flattened into rows, so tile ``(i, j, k)`` of a ``(2, 2, 4)``
 tiling is row ``i * 2 + j``, column ``k``; a scalar is one tile. Each tile names the devices holding it
 (``CPU 0,4``: two replicas). With ``rich`` installed (and a terminal to draw in) the tiles are coloured boxes
-sized like jax's; otherwise a plain box-drawing grid.
+sized like jax's; otherwise a plain box-drawing grid. In a notebook (Jupyter, Colab) ``visualize`` shows a
+``TileView``, the same tiles as coloured HTML boxes, as jax's picture (drawn through rich) shows there.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import html
 import importlib.util
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import numpy as np
@@ -159,6 +161,68 @@ def _rich_table(grid: TileGrid, width: int = 60) -> Any:
     return table
 
 
+class TileView:
+    """How a sharding tiles an array, for a notebook: shown there (``_repr_html_``) as coloured boxes sized by each
+    tile's share of the array and naming the devices that hold it; printed, the plain grid.
+
+    Examples:
+        >>> view = TileView(NamedSharding(mesh4x2, P("x", None)), (8, 4))
+        >>> print(view, end="")
+        ┌─────────┐
+        │ CPU 0,1 │
+        ├─────────┤
+        │ CPU 2,3 │
+        ├─────────┤
+        │ CPU 4,5 │
+        ├─────────┤
+        │ CPU 6,7 │
+        └─────────┘
+        >>> view._repr_html_().count("CPU ")
+        4
+    """
+
+    def __init__(self, sharding: Sharding, shape: Sequence[int]):
+        self.sharding = sharding
+        self.shape = tuple(shape)
+        self.grid = tile_grid(sharding, self.shape)
+
+    def __str__(self) -> str:
+        return sharding_text(self.sharding, self.shape)
+
+    def __repr__(self) -> str:
+        return f"TileView({self.sharding!r}, {self.shape})"
+
+    def _repr_html_(self) -> str:
+        grid, mono = self.grid, "font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px"
+        rows = " ".join(f"{max(h, 0.04):.4f}fr" for h in grid.heights)
+        cols = " ".join(f"{max(w, 0.04):.4f}fr" for w in grid.widths)
+        boxes = "".join(
+            f"<div style='background:{PALETTE[(r * len(grid.widths) + c) % len(PALETTE)]};color:#fff;display:flex;"
+            f"align-items:center;justify-content:center;text-align:center;{mono}'>{html.escape(grid.label(r, c))}</div>"
+            for r in range(len(grid.heights))
+            for c in range(len(grid.widths))
+        )
+        spec = "" if getattr(self.sharding, "spec", None) is None else f" {self.sharding.spec}"
+        title = html.escape(f"{type(self.sharding).__name__}{spec} over an array of shape {self.shape}")
+        width, height = min(120 + 90 * len(grid.widths), 720), min(40 + 36 * len(grid.heights), 480)
+        return (
+            f"<div><div style='color:#5f6b7a;margin-bottom:4px'>{title}</div><div style='display:grid;"
+            f"grid-template-rows:{rows};grid-template-columns:{cols};gap:2px;width:{width}px;height:{height}px'>"
+            f"{boxes}</div></div>"
+        )
+
+
+def _notebook_display() -> Callable[[Any], None] | None:
+    """IPython's ``display`` where this runs in a notebook kernel (Jupyter's or Colab's shell), else None."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or type(shell).__name__ not in ("ZMQInteractiveShell", "Shell"):
+        return None
+    from IPython.display import display
+
+    return display
+
+
 def visualize(
     value: Any, shape: Sequence[int] | None = None, *, use_rich: bool | None = None, file: TextIO | None = None
 ) -> None:
@@ -170,7 +234,8 @@ def visualize(
         shape: the global shape, required with a Sharding.
         use_rich: coloured boxes with ``rich`` (default: when it is installed and ``file`` is a terminal),
             else the plain box grid (which also reads right in a log or a pipe).
-        file: where to print (default: stdout).
+        file: where to print (default: stdout; in a notebook, with neither ``use_rich`` nor ``file`` given, the
+            tiles are shown as a ``TileView`` instead).
 
     Examples:
         >>> mesh = sk.make_mesh((2, 2), ("x", "y"), devices=sk.devices()[:4])
@@ -188,6 +253,10 @@ def visualize(
         sharding = value.sharding if isinstance(value.sharding, Sharding) else from_jax(value.sharding, len(shape))
     else:
         raise TypeError(f"visualize takes an Array or a Sharding, got {type(value).__name__}.")
+    display = _notebook_display() if file is None and use_rich is None else None
+    if display is not None:
+        display(TileView(sharding, shape))
+        return
     out = file or sys.stdout
     if use_rich is None:
         use_rich = importlib.util.find_spec("rich") is not None and out.isatty()

@@ -1,8 +1,9 @@
 """shardkit-report: compiles a sharded StableHLO module and prints what it communicates.
 
 ``shardkit-report FILE.mlir [--mesh data=4,model=2] [--plan] [--table] [--explain] [--json] [--image OUT.png|.svg]
-[--target tpu-v5e:4x4] [--hardware h100]``, ``shardkit-report --diff A.mlir B.mlir [--plan] [--json]`` and
-``shardkit-report FILE.mlir --autoshard --target tpu-v5e:4x4 [--explain] [--json] [--image OUT.png]``.
+[--target tpu-v5e:4x4] [--hardware h100] [--html OUT.html]``, ``shardkit-report --diff A.mlir B.mlir [--plan] [--json]
+[--html OUT.html]`` and ``shardkit-report FILE.mlir --autoshard --target tpu-v5e:4x4 [--explain] [--json] [--image
+OUT.png] [--html OUT.html]``.
 
 - default: compiles the module with XLA for the first devices of this machine (as many as its partitions;
   virtual CPU devices where it has fewer) and prints the communication report of the partitioned program;
@@ -19,7 +20,12 @@
 - ``--autoshard`` (with ``--target``): searches the mesh and the shardings of the module's open arguments for the
   target (``sk.autoshard``, docs/autoshard.md) and prints the plan and its table of candidates (``--explain``:
   why the winner beats the runner-up; ``--image``: the table as a picture);
-- ``--json``: the same as JSON; ``--image``: also draws the report (needs ``shardkit[viz]``).
+- ``--json``: the same as JSON; ``--image``: also draws the report (needs ``shardkit[viz]``);
+- ``--html OUT.html``: also writes the report page (one self-contained file: the mesh, every value's sharding and
+  tiles, the collectives and why, the modelled step, memory per device; a plan's candidates; a diff's two programs);
+- ``--trace OUT.json``: also writes the modelled step as a Chrome/Perfetto trace (with ``--hardware`` or a TPU
+  ``--target``); ``--model-explorer DIR``: also writes Shardy's plan of the module and its node data for Model
+  Explorer (docs/inspect.md).
 
 Groups are named by the module's ``sdy.mesh`` (logical order, ``device_ids`` respected); ``--mesh`` names them
 for a GSPMD module, which has none. Problems are one-line errors with exit code 1, never a traceback; a
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import pathlib
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -62,6 +69,9 @@ def _arg_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--image", "--png", metavar="PATH", help="also draw the report (.png or .svg)")
+    parser.add_argument("--html", metavar="PATH", help="also write the report page (docs/inspect.md)")
+    parser.add_argument("--trace", metavar="PATH", help="also write the modelled step as a Perfetto trace (JSON)")
+    parser.add_argument("--model-explorer", metavar="DIR", help="also write the plan and node data for Model Explorer")
     return parser
 
 
@@ -80,9 +90,12 @@ class ReportMain(ToolMain):
         self.compiled: Any = None  # the last program compiled for --target
 
     def run(self) -> int:
+        from shardkit.executor.targets import profile_name
+
         args = self.args
-        if args.image and args.table:
-            return self.error("--image draws the communication report; it does not apply to --table")
+        if (args.image or args.html) and args.table:
+            flag = "--image" if args.image else "--html"
+            return self.error(f"{flag} draws the communication report; it does not apply to --table")
         if len(args.input) != (2 if args.diff else 1):
             wanted = "two inputs (A.mlir B.mlir)" if args.diff else "one input (two only with --diff)"
             return self.error(f"expected {wanted}, got {len(args.input)}: {' '.join(args.input)}")
@@ -94,6 +107,10 @@ class ReportMain(ToolMain):
             return self.error("--target and --hardware compile the module; they do not apply to --plan or --table")
         if args.target and args.mesh:
             return self.error("--mesh names groups on this machine's devices; with --target the module's mesh does")
+        if (args.trace or args.model_explorer) and (args.table or args.diff or args.autoshard):
+            return self.error("--trace and --model-explorer export one program: not with --table, --diff, --autoshard")
+        if args.trace and (args.plan or not (args.hardware or profile_name(args.target))):
+            return self.error("--trace writes the modelled step of XLA's program: give --hardware or a TPU --target")
         if args.autoshard and not args.target:
             return self.error("--autoshard searches for a machine: give --target, e.g. --target tpu-v5e:4x4")
         if args.autoshard and (args.plan or args.table or args.diff or args.mesh):
@@ -117,6 +134,8 @@ class ReportMain(ToolMain):
             return self.error(str(e))
         except JaxRuntimeError as e:
             return self.error(f"XLA could not compile the module: {str(e).splitlines()[0]}")
+        except OSError as e:  # --html, --image, --trace, --model-explorer: where it cannot write
+            return self.error(f"could not write '{e.filename}': {e.strerror}")
         self.stdout.write(out)
         return 0
 
@@ -146,6 +165,8 @@ class ReportMain(ToolMain):
         table = plan.table()
         if args.image:
             table.save_image(args.image)
+        if args.html:
+            plan.to_html(args.html)
         if args.json:
             views = {"table": table.to_dict()}
             if args.explain:
@@ -178,6 +199,8 @@ class ReportMain(ToolMain):
         from shardkit import inspect
 
         found = inspect.diff(self.communication(*a), self.communication(*b))
+        if self.args.html:
+            found.to_html(self.args.html, names=(a[1], b[1]), hardware=self.args.hardware)
         return found.to_json() + "\n" if self.args.json else str(found)
 
     def report(self, module: ir.Module, name: str) -> str:
@@ -205,9 +228,29 @@ class ReportMain(ToolMain):
             views["time"] = result.time(hardware)
         if args.image:
             views["communication"].save_image(args.image)
+        if args.html:
+            self.write_page(result, name, views)
+        if args.trace:
+            views["time"].save_trace(args.trace)
+        if args.model_explorer:
+            from shardkit.inspect import model_explorer
+
+            model_explorer.export(result, args.model_explorer, pathlib.Path(name).stem)
         if args.json:
             return (views["communication"].to_json() if len(views) == 1 else _json(views)) + "\n"
         return "\n".join(map(str, views.values()))
+
+    def write_page(self, result: Any, name: str, views: dict[str, Any]) -> None:
+        """``--html``: the page of the program ``report`` printed (its explanation when made, memory and step when
+        compiled for a target or timed)."""
+        from shardkit.inspect import page
+
+        explanation = views["communication"] if self.args.explain else None
+        data = page.program(
+            result, name=name, explanation=explanation, memory=views.get("memory"), step=views.get("time")
+        )
+        stage = "Shardy's plan" if self.args.plan else f"XLA's program for {self.args.target or 'this machine'}"
+        page.program_page("program", [data], f"{name}: {stage}").save(self.args.html)
 
     def mesh_and_devices(self, module: ir.Module) -> tuple[Any, list[Any]]:
         """The mesh that names the groups and the devices the partitions run on (the first of this machine)."""
