@@ -417,20 +417,20 @@ def check_alive(x: Array) -> None:
         raise RuntimeError(f"Array has been deleted with shape={_short(x.shape, x.dtype)}.")
     dead = deleted_piece(x)
     if dead is not None:
-        raise RuntimeError(
-            f"Array of shape={_short(x.shape, x.dtype)} has a deleted piece: its buffer on {dead} was freed "
-            "(deleting one of its addressable shards' data frees that piece of the Array)."
-        )
+        raise RuntimeError(f"Array of shape={_short(x.shape, x.dtype)} {dead}")
 
 
-def deleted_piece(x: Array) -> Device | None:
-    """The local device whose piece of ``x`` was freed while ``x`` itself is not deleted (jax's ``is_deleted`` reads
-    the first buffer only, and XLA meets the freed one: jaxlib 0.10 crashes, 0.12 raises and leaves the devices
-    hung), or None."""
+def deleted_piece(x: Array) -> str | None:
+    """What is wrong with ``x`` when one of its pieces was freed while ``x`` itself is not deleted (jax's
+    ``is_deleted`` reads the first buffer only, and XLA meets the freed one: jaxlib 0.10 crashes, 0.12 raises and
+    leaves the devices hung), as the end of a sentence; None when every piece lives."""
     for b in _jaxlib.per_device_arrays(x):
         if b.is_deleted():
             (device,) = b.sharding.device_set  # devices() refuses a deleted array
-            return device
+            return (
+                f"has a deleted piece: its buffer on {device} was freed (deleting one of an Array's addressable "
+                "shards' data frees that piece of the Array)."
+            )
     return None
 
 

@@ -55,10 +55,7 @@ class ArgumentHandler:
                 raise ValueError(f"Argument {self.path} has been deleted (was it donated to an earlier call?).")
             dead = deleted_piece(x)
             if dead is not None:
-                raise ValueError(
-                    f"Argument {self.path} has a deleted piece: its buffer on {dead} was freed (deleting one of an "
-                    "Array's addressable shards' data frees that piece of the Array)."
-                )
+                raise ValueError(f"Argument {self.path} {dead}")
             if not x.committed:  # jax moves an uncommitted Array to where the program wants it
                 return device_put(x, self.sharding)
             s = x.sharding
