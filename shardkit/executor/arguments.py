@@ -13,8 +13,9 @@ checks, each device buffer's included) and hands jaxlib's C++ dispatch a record 
 (``executor.compiled``); from then on such calls run in C++, as ``jax.jit``'s do, checking what jax checks (an
 Array deleted whole; a piece freed through a shard's data is jax's hazard there too). A signature gets no record
 where C++ could not check what a call needs: programs with side effects (they thread jax's effect tokens),
-typed PRNG key outputs, and a donated Array that may share device buffers with another argument
-(``may_share``), which XLA would read after reusing them.
+typed PRNG key outputs, and, on jaxlib 0.10, a donated Array that may share device buffers with another argument
+(``may_share``): that runtime crashes on a buffer donated and read in one call, where later releases' XLA raises
+(``_jaxlib.DONATED_TWICE_RAISES``).
 """
 
 from __future__ import annotations

@@ -286,7 +286,7 @@ class Compiled:
             results = self._execute_with_effects(arguments)
         self._delete_donated(leaves)
         outputs = self._outputs(results)
-        if pairs or self._effects is not None or self._lowered.out_keys:
+        if self._effects is not None or self._lowered.out_keys or (pairs and not _jaxlib.DONATED_TWICE_RAISES):
             return outputs, None
         return outputs, _jaxlib.fast_path(
             self._executable, self._lowered.out_tree, self._in_flat, self._out_flat, self._out_avals
