@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -523,3 +524,35 @@ def test_export_writes_named_shardings():
     lowered = sk.jit(lambda a: a * 2, in_shardings=permuted).lower(np.ones(8, np.float32))
     with pytest.raises(ValueError, match=r"argument 0 of <lambda> is sharded as GSPMDSharding\(\{devices=\[8\]7,6"):
         lowered.export()
+
+
+def test_shardkit_report_reads_a_serialized_jax_export_artifact(tmp_path):
+    """shardkit-report takes what sk.load takes: a jax.export artifact's bytes (a gradient step jax lowered with
+    its own shardings) gives the report of the same program sk.load compiles, and bytes that are nothing it reads
+    are one line and exit 1."""
+    from shardkit.tools.report import ReportMain
+
+    mesh = jax.make_mesh((4, 2), ("data", "model"))
+
+    def loss(w, x):
+        return jnp.tanh(x @ w).sum()
+
+    step = jax.jit(jax.grad(loss), in_shardings=(JNS(mesh, JP(None, "model")), JNS(mesh, JP("data", None))))
+    blob = jax.export.export(step)(
+        jax.ShapeDtypeStruct((64, 32), jnp.float32), jax.ShapeDtypeStruct((16, 64), jnp.float32)
+    ).serialize()
+    path = tmp_path / "step.jaxexp"
+    path.write_bytes(bytes(blob))
+    out = io.StringIO()
+    assert ReportMain([str(path), "--json"], stdout=out, stderr=io.StringIO()).run() == 0
+    kinds = sorted(c["kind"] for c in json.loads(out.getvalue())["collectives"])
+    want = sorted(c.kind for c in sk.load(bytes(blob)).compile().communication().collectives)
+    assert kinds == want and kinds
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x84\x85 not a module")
+    err = io.StringIO()
+    assert ReportMain([str(junk)], stdout=io.StringIO(), stderr=err).run() == 1
+    assert err.getvalue() == (
+        f"shardkit-report: error: {junk} is not MLIR text, MLIR or StableHLO bytecode, nor a serialized "
+        "jax.export.Exported.\n"
+    )

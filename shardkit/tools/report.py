@@ -1,9 +1,11 @@
 """shardkit-report: compiles a sharded StableHLO module and prints what it communicates.
 
-``shardkit-report FILE.mlir [--mesh data=4,model=2] [--plan] [--table] [--explain] [--json] [--image OUT.png|.svg]
+``shardkit-report FILE [--mesh data=4,model=2] [--plan] [--table] [--explain] [--json] [--image OUT.png|.svg]
 [--target tpu-v5e:4x4] [--hardware h100] [--html OUT.html]``, ``shardkit-report --diff A.mlir B.mlir [--plan] [--json]
 [--html OUT.html]`` and ``shardkit-report FILE.mlir --autoshard --target tpu-v5e:4x4 [--explain] [--json] [--image
 OUT.png] [--html OUT.html]``.
+
+``FILE`` is MLIR text or bytecode, XLA's HLO text, or a serialized ``jax.export`` artifact.
 
 - default: compiles the module with XLA for the first devices of this machine (as many as its partitions;
   virtual CPU devices where it has fewer) and prints the communication report of the partitioned program;
@@ -146,11 +148,19 @@ class ReportMain(ToolMain):
 
         name = "<stdin>" if path == "-" else path
         try:
-            text = source.decode(source.read(path, self.stdin), name)
+            data = source.read(path, self.stdin)
         except OSError as e:
             return self.error(f"could not open input file '{path}': {e.strerror}")
-        except source.InputError as e:
-            return self.error(str(e))
+        try:
+            text = source.decode(data, name)
+        except source.InputError:  # a serialized jax.export artifact, read as sk.load reads one
+            import shardkit as sk
+            from shardkit.lowering.load import LoadError
+
+            try:
+                return sk.load(data if path == "-" else pathlib.Path(path)).compiler_ir(), name
+            except LoadError as e:
+                return self.error(str(e))
         module, found = source.parse(context(), source.chunks(text, split=False)[0], name)
         for diag in found:
             self.stderr.write(f"{diag}\n")
