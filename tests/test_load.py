@@ -553,6 +553,6 @@ def test_shardkit_report_reads_a_serialized_jax_export_artifact(tmp_path):
     err = io.StringIO()
     assert ReportMain([str(junk)], stdout=io.StringIO(), stderr=err).run() == 1
     assert err.getvalue() == (
-        f"shardkit-report: error: {junk} is not MLIR text, MLIR or StableHLO bytecode, nor a serialized "
-        "jax.export.Exported.\n"
+        f"shardkit-report: error: input '{junk}' is neither UTF-8 text nor MLIR bytecode: byte 0x84 at line 1, "
+        "column 1 is not valid UTF-8, nor a serialized jax.export artifact\n"
     )

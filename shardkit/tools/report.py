@@ -153,14 +153,14 @@ class ReportMain(ToolMain):
             return self.error(f"could not open input file '{path}': {e.strerror}")
         try:
             text = source.decode(data, name)
-        except source.InputError:  # a serialized jax.export artifact, read as sk.load reads one
+        except source.InputError as e:  # a serialized jax.export artifact, read as sk.load reads one
             import shardkit as sk
             from shardkit.lowering.load import LoadError
 
             try:
-                return sk.load(data if path == "-" else pathlib.Path(path)).compiler_ir(), name
-            except LoadError as e:
-                return self.error(str(e))
+                return sk.load(data).compiler_ir(), name
+            except LoadError:
+                return self.error(f"{e}, nor a serialized jax.export artifact")
         module, found = source.parse(context(), source.chunks(text, split=False)[0], name)
         for diag in found:
             self.stderr.write(f"{diag}\n")
