@@ -228,24 +228,28 @@ def element_type(type_: ir.Type) -> tuple[str, float]:
 
 def with_priorities(module: ir.Module, stored: Sequence[int]) -> ir.Module:
     """``module`` (edited in place and returned) with the sharded dimensions of the arguments ``stored`` at
-    Shardy priority 1: held split, gathered where used."""
+    Shardy priority 1: held split, gathered where used; and, where any is stored, the results' too (``written``)."""
     main = ir.SymbolTable(module.operation)["main"]
-    attrs = irx.value_attrs(main, "arg")
     with module.context:
-        for i in stored:
-            attr = attrs[i].get(irx.SDY_SHARDING)
-            if attr is None:
-                continue
-            sharding = SdyTensorSharding.from_attr(attr)
-            dims = tuple(dataclasses.replace(d, priority=1) if d.axes else d for d in sharding.dims)
-            attrs[i][irx.SDY_SHARDING] = dataclasses.replace(sharding, dims=dims).build()
-        irx.set_value_attrs(main, "arg", attrs)
+        for kind, which in (("arg", set(stored)), ("res", None)):
+            attrs = irx.value_attrs(main, kind)
+            for i, value in enumerate(attrs):
+                attr = value.get(irx.SDY_SHARDING)
+                if attr is None or not stored or (which is not None and i not in which):
+                    continue
+                sharding = SdyTensorSharding.from_attr(attr)
+                dims = tuple(dataclasses.replace(d, priority=1) if d.axes else d for d in sharding.dims)
+                value[irx.SDY_SHARDING] = dataclasses.replace(sharding, dims=dims).build()
+            irx.set_value_attrs(main, kind, attrs)
     return module
 
 
 def written(program: Program, candidate: Any) -> ir.Module:
     """The program's module with a candidate written in: its mesh, every free argument's sharding (a stored one
-    at priority 1, an open one as Shardy chose it) and every result's sharding as Shardy chose it."""
+    at priority 1, an open one as Shardy chose it) and every result's sharding as Shardy chose it. Where an argument
+    is stored, the results are written at its priority too: the estimate planned them open, so at priority 0 they
+    would steer XLA's propagation ahead of the batch (an updated parameter's storage sharding carried back through
+    its gradient into the activations) where the estimate's did not."""
     layout = []
     for g, choice in enumerate(candidate.layout):
         if choice is None:  # what propagation gave the group's first leaf
@@ -257,10 +261,11 @@ def written(program: Program, candidate: Any) -> ir.Module:
     name = program.mesh[0] if program.mesh is not None else MESH
     main = ir.SymbolTable(module.operation)["main"]
     results = irx.value_attrs(main, "res")
+    stored = any(choice.storage and any(choice.spec) for choice in layout)
     with module.context:
         for attrs, spec in zip(results, candidate.reading.out_specs):
             if spec is not None:
-                attrs[irx.SDY_SHARDING] = sharding_attr(name, spec)
+                attrs[irx.SDY_SHARDING] = sharding_attr(name, spec, storage=stored)
         irx.set_value_attrs(main, "res", results)
         irx.set_value_attrs(main, "arg", _donors_where_layouts_differ(irx.value_attrs(main, "arg"), results))
     return module

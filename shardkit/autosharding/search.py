@@ -15,7 +15,9 @@ single move (else only that one is kept). Rounds repeat until no move gains 0.2%
    axes, so this needs no new plan).
 3. **More axes.** On the best of those meshes, and on the mesh whose axes match the torus's own dimensions,
    the descent continues with the minor axes free to move away from the major one (a second and third axis for
-   another dimension: tensor, sequence or expert parallelism, and their mixes with the first).
+   another dimension: tensor, sequence or expert parallelism, and their mixes with the first). On a target of
+   several slices that mesh's major axis is the slices' (the data-center network between them) and every axis is
+   free: storage can leave the slow axis, as data parallelism across slices and FSDP inside each does.
 
 Every candidate is kept with its estimate; candidates over the memory limit rank after every one that fits,
 the smallest footprint first. A program whose mesh is fixed (the user's shardings name one) is searched on
@@ -241,7 +243,9 @@ class Search:
         aligned = self.torus_aligned(all_meshes)
         chosen = [c for c in spread if c.mesh in aligned] or spread[:1]
         for c in chosen:
-            self.descend(c.mesh, c.layout, c.mesh.names[1:], "more axes")
+            across = self.machine.slices > 1 and c.mesh.sizes[0] == self.machine.slices
+            # across slices every axis is free: a layout may leave the slices' axis (the data-center network)
+            self.descend(c.mesh, c.layout, c.mesh.names if across else c.mesh.names[1:], "more axes")
         return self.ranked()
 
     def spread(self, one: Candidate, mesh: MeshShape) -> Candidate | None:
@@ -263,8 +267,11 @@ class Search:
         return self.priced(mesh, layout, self.readings[(mesh, layout)], "on every mesh")
 
     def torus_aligned(self, meshes: Sequence[MeshShape]) -> list[MeshShape]:
-        """The meshes whose axes are the target's torus dimensions (in order), when it has any."""
+        """The meshes whose axes are the target's torus dimensions (in order), when it has any; on several slices,
+        the slices' axis first (the target lays a mesh's major axis across its slices)."""
         dims = self.machine.torus_shape
+        if dims and self.machine.slices > 1:
+            dims = (self.machine.slices, *dims)
         return [m for m in meshes if dims and len(m.sizes) > 1 and m.sizes == dims]
 
     def ranked(self) -> list[Candidate]:

@@ -54,8 +54,15 @@ _SPEC = re.compile(
 )
 # libtpu looks for the TPU host it runs on at load (metadata server, worker names, accelerator type) and logs an
 # error for each on a machine without TPUs; compiling for a topology needs none of them (the output is the same).
-# Set only once jax's own backend is up, so they never reach a real TPU host's libtpu.
-_NO_TPU_HOST = {"TPU_SKIP_MDS_QUERY": "1", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_ACCELERATOR_TYPE": "v5litepod-4"}
+# It also takes a machine-wide lock (/tmp/libtpu_lockfile) for the process's life, which would keep a second
+# process from compiling for a target while a first one (a long compile, a test run) holds it. Set only once jax's
+# own backend is up, so they never reach a real TPU host's libtpu.
+_NO_TPU_HOST = {
+    "TPU_SKIP_MDS_QUERY": "1",
+    "TPU_WORKER_HOSTNAMES": "localhost",
+    "TPU_ACCELERATOR_TYPE": "v5litepod-4",
+    "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
+}
 MAX_CPU_DEVICES = _jaxlib.MAX_VIRTUAL_CPU_DEVICES
 MAX_TPU_DEVICES = 65536  # above the largest multi-slice jobs published (about 50,000 chips); libtpu would make
 # as many devices as asked (262,144 for tpu-v5p:64x64x64) and a compile for them would not end in useful time
