@@ -2,10 +2,12 @@
 its two tables written as ``examples/maxtext_decoder.py``, compiled by libtpu for its slices with the XLA flags of
 its scripts, and timed by shardkit's model (``compiled.communication().time(...)``).
 
-The tables and the scripts are MaxText's at commit 76bd53b0f (2023-12-15), github.com/AI-Hypercomputer/maxtext:
-``MaxText/configs/v5e/README.md`` (16B, 32B, 64B, 128B on 1 to 32 slices of v5e-256) with ``v5e/{16b,32b,64b,128b}.sh``
-and ``MaxText/configs/v5p/README.md`` with ``v5p/{32b,...,1024b}.sh`` (a v5p-N slice has N/2 chips). TFLOP/s per chip
-is MaxText's count of the step's work (``Config.train_flops``) over the predicted step; MFU that over the chip's peak.
+The tables are MaxText's, github.com/AI-Hypercomputer/maxtext: ``MaxText/configs/v5e/README.md`` (16B, 32B, 64B,
+128B on 1 to 32 slices of v5e-256; first published with ``v5e_high_performance.md`` and the scripts
+``MaxText/configs/largest_job/*.sh`` at 5ebcd67fe, 2023-10-27, whose model they ran: ``block="2023-10"``) and
+``MaxText/configs/v5p/README.md`` with ``v5p/{32b,...,1024b}.sh`` at 76bd53b0f, 2023-12-15 (``block="2023-12"``; a
+v5p-N slice has N/2 chips). TFLOP/s per chip is MaxText's count of the step's work (``Config.train_flops``) over
+the predicted step; MFU that over the chip's peak.
 
 Each compile (minutes for 256 chips and more on 2 cores) is kept as its HLO text with XLA's cost analysis and memory
 figures under ``--cache`` (default ``~/.cache/shardkit-maxtext/jax-<version>``); ``--retime`` times every kept cell
@@ -40,7 +42,7 @@ from shardkit.inspect.hardware import Topology, hardware  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "maxtext_tables.json")
-SOURCE = "github.com/AI-Hypercomputer/maxtext @ 76bd53b0f (2023-12-15)"
+SOURCE = "github.com/AI-Hypercomputer/maxtext: v5e table and scripts @ 5ebcd67fe (2023-10-27), v5p @ 76bd53b0f"
 
 # LIBTPU_INIT_ARGS of the scripts, as compiler options (the same flags, passed per compile)
 V5E_FLAGS = [
@@ -128,7 +130,9 @@ def cells() -> list[Cell]:
     for scale, rows in V5E_TABLE.items():
         batch, remat, tensor = V5E_SCRIPTS[scale]
         for slices, (tflops, mfu) in zip((1, 2, 4, 8, 16, 32), rows):
-            cfg = mt.config(scale, per_device_batch=batch, remat=remat, ici_tensor=tensor, slices=slices)
+            cfg = mt.config(
+                scale, per_device_batch=batch, remat=remat, ici_tensor=tensor, slices=slices, block="2023-10"
+            )
             target = "tpu-v5e:16x16" + (f",slices={slices}" if slices > 1 else "")
             flags = dict.fromkeys(V5E_FLAGS, True)
             out.append(Cell(f"v5e-{scale}B-x{slices}", "v5e", scale, "tpu-v5e", target, cfg, tflops, mfu, flags))

@@ -1,27 +1,32 @@
 """A decoder-only transformer and its training step written as MaxText writes its models, sharded by its rules.
 
 MaxText (github.com/AI-Hypercomputer/maxtext) publishes step rates for its own models on TPU v5e and v5p pods
-(``MaxText/configs/v5e/README.md``, ``v5p/README.md``, commit 76bd53b0f of 2023-12-15, the scripts beside them).
-This is that model, written here from its description, with the parts that decide its cost on a pod:
+(``MaxText/configs/v5e/README.md``, from commit 5ebcd67fe of 2023-10-27, and ``v5p/README.md``, from 76bd53b0f of
+2023-12-15, with the scripts beside them). This is that model, written here from MaxText's code of those commits,
+with the parts that decide its cost on a pod:
 
 - **Sizes** from ``global_parameter_scale`` (``pyconfig.get_individual_scales``: the heads and MLP width, the
   embedding width and the layer count double in turn, from a base model), ``base`` holding the base sizes of the
   release the tables were measured with (``MAXTEXT_2023``: MHA with head_dim 256, a ReLU MLP, embeddings shared with
   the logits, vocabulary 32,768) or of today's llama2 block (``LLAMA2``: SwiGLU, separate logits, vocabulary 32,000).
-- **The block** as ``layers/models.py`` writes it: RMSNorm, attention (q, k, v projections, rotary, RMSNorm of q, k,
-  v) and the MLP both read the normed input and are added to it (2023); or the sequential llama2 block.
+- **The block** as MaxText wrote it: an RMSNorm, then attention and the MLP both read the normed input and are added
+  to it (``block="2023-10"``, ``layers.py`` at 5ebcd67fe: q, k, v projections straight into attention;
+  ``"2023-12"``, ``layers/models.py`` at 76bd53b0f: rotary embeddings and an RMSNorm of q, k, v too); or today's
+  sequential llama2 block (``"llama2"``).
 - **Layers** stacked on axis 1 (``param_scan_axis``) and run by ``lax.scan``, each under ``jax.checkpoint``:
   ``remat="full"`` saves only the layer's input, ``"minimal"`` every matmul without batch dimensions
   (``checkpoint_dots_with_no_batch_dims``).
-- **Attention** ``"flash"``: jax's Pallas TPU flash attention (``jax.experimental.pallas.ops.tpu.flash_attention``,
-  causal, MaxText's block sizes) under ``shard_map`` over the batch and heads, as ``layers/attentions.py`` runs
-  it. A Pallas TPU kernel lowers only for TPU (``sk.jit(..., platform="tpu")``) and compiles through libtpu for a
-  target slice (``compile(target="tpu-v5e:16x16")``). ``"dot_product"``: MaxText's plain attention (its scores
-  materialized: for the CPU run and the autoshard cases, whose function has no mesh in it).
-- **Sharding** by MaxText's logical-axis rules onto the mesh ``('data', 'fsdp', 'sequence', 'tensor')``: slices
-  on 'data' (DCN), the rest of a slice on 'fsdp' (``ici_fsdp_parallelism=-1``) and 'tensor'; weights stored over
-  'fsdp' on their embedding dimension, activations constrained to the batch over ('data', 'fsdp') at every layer
-  boundary (``nn.with_logical_constraint``); ``rules=None`` writes no constraint.
+- **Attention** ``"flash"``: jax's Pallas TPU flash attention (``jax.experimental.pallas.ops.tpu.flash_attention``)
+  under ``shard_map`` over the batch and heads, with each release's block sizes, non-causal at 5ebcd67fe (its
+  ``causal=False``) and causal at 76bd53b0f. A Pallas TPU kernel lowers only for TPU (``sk.jit(...,
+  platform="tpu")``) and compiles through libtpu for a target slice (``compile(target="tpu-v5e:16x16")``).
+  ``"dot_product"``: MaxText's plain attention (its scores materialized: for the CPU run and the autoshard cases,
+  whose function has no mesh in it).
+- **Sharding** by MaxText's logical-axis rules of the release (``RULES[block]``) onto the mesh ``('data', 'fsdp',
+  'sequence', 'tensor')``: slices on 'data' (DCN), the rest of a slice on 'fsdp' (``ici_fsdp_parallelism=-1``) and
+  'tensor'; weights stored over 'fsdp' on their embedding dimension, activations constrained to the batch over
+  ('data', 'fsdp') at every layer boundary (``nn.with_logical_constraint``); ``rules=None`` writes no constraint.
+  (The December rules add a 'sequence' axis, which the logits' vocabulary then no longer gets 'tensor' beside.)
 - **The step**: cross-entropy on one-hot targets, ``optax.clip_by_global_norm(1.0)``, ``optax.adamw`` (b1 0.9, b2
   0.95, weight decay 0.1), the state donated.
 
@@ -53,8 +58,22 @@ import shardkit as sk  # noqa: E402
 from shardkit import P  # noqa: E402
 
 MESH_AXES = ("data", "fsdp", "sequence", "tensor")
-# MaxText's logical-axis rules at 76bd53b0f (configs/base.yml): logical name -> mesh axes, first fit wins
-RULES = (
+# MaxText's logical-axis rules (configs/base.yml): logical name -> mesh axes, in order (flax's first fit); at 5ebcd67fe
+# (the v5e table) and at 76bd53b0f (the v5p table, with a 'sequence' axis), by block
+RULES_2023_10 = (
+    ("activation_batch", ("data", "fsdp")),
+    ("activation_length", ("data", "fsdp")),
+    ("activation_embed", ("tensor",)),
+    ("activation_mlp", ("tensor",)),
+    ("activation_heads", ("tensor",)),
+    ("activation_kv", ("tensor",)),
+    ("activation_vocab", ("tensor",)),
+    ("mlp", ("tensor",)),
+    ("vocab", ("tensor",)),
+    ("embed", ("fsdp",)),
+    ("heads", ("tensor",)),
+)
+RULES_2023_12 = (
     ("activation_batch", ("data", "fsdp")),
     ("activation_heads", ("tensor", "sequence")),
     ("activation_length", ("sequence",)),
@@ -67,7 +86,10 @@ RULES = (
     ("embed", ("fsdp", "sequence")),
     ("heads", ("tensor",)),
 )
+RULES = {"2023-10": RULES_2023_10, "2023-12": RULES_2023_12, "llama2": RULES_2023_12}
 BATCH, LENGTH, EMBED = "activation_batch", "activation_length", "activation_embed"
+BLOCKS = ("block_q", "block_k_major", "block_k", "block_q_major_dkv", "block_k_major_dkv", "block_q_dkv", "block_k_dkv")
+BLOCKS += ("block_q_dq", "block_k_dq", "block_k_major_dq")
 ACTIVATIONS = (BATCH, LENGTH, EMBED)
 
 # base sizes (configs/base.yml) before global_parameter_scale: embed, heads, kv heads, head_dim, mlp, layers, vocab
@@ -87,7 +109,7 @@ class Config:
     mlp: int
     layers: int
     vocab: int
-    block: str = "2023"  # "2023": parallel attention + ReLU MLP, shared embedding; "llama2": sequential, SwiGLU
+    block: str = "2023-12"  # "2023-10" / "2023-12": MaxText's parallel block of then; "llama2": sequential, SwiGLU
     per_device_batch: int = 1
     seq: int = 2048
     remat: str = "full"  # "full", "minimal" or "none"
@@ -101,12 +123,13 @@ class Config:
         return sum(math.prod(shape) for shape, _ in shapes(self).values())
 
     def train_flops(self) -> float:
-        """MaxText's training FLOPs per device per step at 76bd53b0f (``train.calculate_training_tflops``): 6 x
-        parameters x tokens, plus causal attention, 12 heads layers head_dim seq^2 batch / 2. Recomputation
+        """MaxText's training FLOPs per device per step (``train.calculate_training_tflops``): 6 x parameters x
+        tokens, plus attention, ``12 heads layers head_dim seq^2 batch``: as the release counted it, whole at
+        5ebcd67fe (whose flash attention was not causal), halved for causality from November 2023 on. Recomputation
         (remat) is not counted: its TFLOP/s and MFU are of the model's work."""
         tokens = self.per_device_batch * self.seq
-        attention = 12 * self.heads * self.layers * self.head_dim * self.seq**2 * self.per_device_batch / 2
-        return 6.0 * self.params * tokens + attention
+        attention = 12 * self.heads * self.layers * self.head_dim * self.seq**2 * self.per_device_batch
+        return 6.0 * self.params * tokens + (attention if self.block == "2023-10" else attention / 2)
 
 
 def config(scale: int, base: dict | None = None, **kw) -> Config:
@@ -133,7 +156,7 @@ def config(scale: int, base: dict | None = None, **kw) -> Config:
         "mlp": base["mlp"] << heads,
         "layers": base["layers"] << cycles,
         "vocab": base["vocab"],
-        "block": "llama2" if base is LLAMA2 else "2023",
+        "block": "llama2" if base is LLAMA2 else "2023-12",
     }
     return Config(**{**sizes, **kw})
 
@@ -144,7 +167,7 @@ def mesh_shape(cfg: Config, devices: int) -> tuple[int, ...]:
     return (cfg.slices, per_slice // cfg.ici_tensor, 1, cfg.ici_tensor)
 
 
-def spec(logical: tuple[str | None, ...], rules=RULES) -> P:
+def spec(logical: tuple[str | None, ...], rules=RULES_2023_12) -> P:
     """flax's ``logical_to_mesh_axes``: the rules in order, each giving its mesh axes to the dimension it names
     when that dimension has none yet and no other dimension took any of them.
 
@@ -174,9 +197,9 @@ def shapes(cfg: Config) -> dict[str, tuple[tuple[int, ...], tuple[str | None, ..
         "wo": ((m, n, e), ("mlp", "layers", "embed")),
         "decoder_norm": ((e,), ("embed",)),
     }
-    if cfg.block == "2023":
+    if cfg.block == "2023-12":
         out.update({f"{x}_norm": ((d, n), ("heads", "layers")) for x in ("query", "key", "value")})
-    else:
+    elif cfg.block == "llama2":
         out["wi_1"] = out["wi"]
         out["post_norm"] = out["pre_norm"]
         out["logits"] = ((e, v), ("embed", "vocab"))
@@ -201,12 +224,14 @@ def _rotary(x, positions):
 
 class Model:
     """The decoder and its training step for one configuration, on ``mesh`` (a Mesh or AbstractMesh with
-    ``MESH_AXES``) under ``rules`` (None: no sharding constraint in the function, shardings left to the caller)."""
+    ``MESH_AXES``) under ``rules`` (default: the block's release's; None: no sharding constraint in the function,
+    shardings left to the caller)."""
 
-    def __init__(self, cfg: Config, mesh=None, rules=RULES):
+    def __init__(self, cfg: Config, mesh=None, rules: tuple | None | str = "release"):
         if cfg.attention == "flash" and mesh is None:
             raise ValueError("flash attention runs under shard_map, which needs the mesh.")
-        self.cfg, self.mesh, self.rules = cfg, mesh, rules
+        self.cfg, self.mesh = cfg, mesh
+        self.rules = RULES[cfg.block] if rules == "release" else rules
         self.optimizer = optax.chain(
             optax.clip_by_global_norm(1.0), optax.adamw(3e-5, b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.1)
         )
@@ -225,24 +250,21 @@ class Model:
             return jnp.einsum("bhqk,bkhd->bqhd", weights, v)
         from jax.experimental.pallas.ops.tpu import flash_attention as fa
 
-        def kernel(q, k, v):  # on one device's block: layers/attentions.py's block sizes, from the local shapes
+        def kernel(q, k, v):  # on one device's block, with the release's block sizes from the local shapes
             b, s = q.shape[0], q.shape[2]
-            sizes = fa.BlockSizes(
-                block_q=min(512, s),
-                block_k_major=min(512, s),
-                block_k=min(512, s),
+            if self.cfg.block == "2023-10":  # layers.py at 5ebcd67fe: 512 everywhere, one sequence, not causal
+                sizes = fa.BlockSizes(**{f: min(512, s) for f in BLOCKS}, block_b=1)
+                return fa.flash_attention(q, k, v, causal=False, block_sizes=sizes)
+            sizes = fa.BlockSizes(  # layers/attentions.py at 76bd53b0f
+                **{f: min(512, s) for f in BLOCKS if not f.endswith("_dq")},
                 block_b=min(2, b),
-                block_q_major_dkv=min(512, s),
-                block_k_major_dkv=min(512, s),
-                block_q_dkv=min(512, s),
-                block_k_dkv=min(512, s),
                 block_q_dq=min(1024, s),
                 block_k_dq=min(256, s),
                 block_k_major_dq=min(512, s),
             )
             return fa.flash_attention(q, k, v, causal=True, block_sizes=sizes)
 
-        names = spec((BATCH, "activation_heads", LENGTH, "activation_kv"), self.rules or RULES)
+        names = spec((BATCH, "activation_heads", LENGTH, "activation_kv"), self.rules or RULES[self.cfg.block])
         run = jax.shard_map(kernel, mesh=self.mesh, in_specs=(names,) * 3, out_specs=names, check_vma=False)
         swap = functools.partial(jnp.swapaxes, axis1=1, axis2=2)
         return swap(run(swap(q), swap(k), swap(v)))
@@ -252,16 +274,17 @@ class Model:
         x = self.constrain(x, ACTIVATIONS)
         normed = self.constrain(_rms(x, p["pre_norm"]), ACTIVATIONS)
         q, k, v = (jnp.einsum("bse,ehd->bshd", normed, p[n].astype(x.dtype)) for n in ("query", "key", "value"))
-        q, k = _rotary(q, positions), _rotary(k, positions)
-        if cfg.block == "2023":
+        if cfg.block != "2023-10":
+            q, k = _rotary(q, positions), _rotary(k, positions)
+        if cfg.block == "2023-12":
             q, k, v = (_rms(a, p[f"{n}_norm"]) for a, n in ((q, "query"), (k, "key"), (v, "value")))
-        else:
+        elif cfg.block == "llama2":
             q = q / np.sqrt(cfg.head_dim).astype(q.dtype)
         heads = (BATCH, LENGTH, "activation_heads", "activation_kv")
         q, k, v = (self.constrain(a, heads) for a in (q, k, v))
         attended = jnp.einsum("bshd,hde->bse", self.attention(q, k, v), p["out"].astype(x.dtype))
         attended = self.constrain(attended, ACTIVATIONS)
-        if cfg.block == "2023":
+        if cfg.block != "llama2":
             hidden = jax.nn.relu(jnp.einsum("bse,em->bsm", normed, p["wi"].astype(x.dtype)))
         else:
             x = x + attended
@@ -270,7 +293,7 @@ class Model:
             hidden = jax.nn.silu(gate) * jnp.einsum("bse,em->bsm", normed, p["wi_1"].astype(x.dtype))
         hidden = self.constrain(hidden, (BATCH, LENGTH, "activation_mlp"))
         mlp = self.constrain(jnp.einsum("bsm,me->bse", hidden, p["wo"].astype(x.dtype)), ACTIVATIONS)
-        out = x + mlp + attended if cfg.block == "2023" else x + mlp
+        out = x + mlp + attended if cfg.block != "llama2" else x + mlp
         return self.constrain(out, ACTIVATIONS)
 
     def logits(self, params, tokens):
@@ -289,7 +312,7 @@ class Model:
             body = jax.checkpoint(body, policy=policy, prevent_cse=False)
         x, _ = jax.lax.scan(body, x, stacked)
         x = _rms(x, params["decoder_norm"])
-        if cfg.block == "2023":  # the shared embedding's attend, in float32, over sqrt(embed)
+        if cfg.block != "llama2":  # the shared embedding's attend, in float32, over sqrt(embed)
             logits = (x.astype(jnp.float32) @ params["embedding"].T) / np.sqrt(cfg.emb)
         else:
             logits = (x @ params["logits"].astype(x.dtype)).astype(jnp.float32)

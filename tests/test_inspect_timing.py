@@ -443,11 +443,11 @@ def test_docs_name_every_profile_and_source() -> None:
 # -- XLA's schedule -------------------------------------------------------------------------------------------
 
 
-def scheduled(ops, seconds, hw="tpu-v5e"):
-    """Walks ``schedule.Op``s on a profile with ``seconds`` per collective by name."""
+def scheduled(ops, seconds, hw="tpu-v5e", lanes=None):
+    """Walks ``schedule.Op``s on a profile with ``seconds`` per collective by name (on ``lanes``' links)."""
     from shardkit.inspect.timing import walk
 
-    return walk(ops, hardware(hw), seconds)
+    return walk(ops, hardware(hw), seconds, lanes)
 
 
 def compute(name: str, seconds: float, hw="tpu-v5e"):
@@ -473,8 +473,9 @@ def test_schedule_hides_what_the_ops_between_start_and_done_cover() -> None:
     assert sync.busy["matmul"] == pytest.approx(1.0)
 
 
-def test_schedule_runs_collectives_one_at_a_time() -> None:
-    """Two collectives in flight share the network: the second starts when the first ends."""
+def test_schedule_runs_collectives_on_the_same_links_one_at_a_time() -> None:
+    """Two collectives in flight on the same links: the second starts when the first ends; on other links, at
+    once."""
     from shardkit.inspect.schedule import Op
 
     ops = [
@@ -486,6 +487,8 @@ def test_schedule_runs_collectives_one_at_a_time() -> None:
     ]
     clock = scheduled(ops, {"a": 1.0, "b": 1.0})
     assert clock.t == pytest.approx(2.0) and clock.exposed["b"] == pytest.approx(1.0) and clock.exposed["a"] == 0
+    apart = scheduled(ops, {"a": 1.0, "b": 1.0}, lanes={"a": "x", "b": "y"})  # on different links: at once
+    assert apart.t == pytest.approx(1.0) and sum(apart.exposed.values()) == 0
 
 
 def test_schedule_loop_steady_state_carries_a_collective_into_the_next_trip() -> None:

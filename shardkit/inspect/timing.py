@@ -20,16 +20,17 @@ the collective over ``k`` on ``1/m`` of the bytes on the slow network (DCN, Infi
   otherwise).
 
 **Step.** With the program's schedule (``Compiled.cost()``'s ``schedule``: XLA's order of instructions,
-``schedule.py``), the step is walked op by op on two clocks, the device's and the network's. An op takes its
+``schedule.py``), the step is walked op by op on clocks for the device and for each set of links. An op takes its
 roofline, ``max(matmul flops / peak, bytes / HBM bandwidth)`` (its matmul work padded to the MXU's tiles; a Pallas
-kernel by its own cost estimate). An asynchronous collective starts when its start is reached and the network is
-free, runs on the network while the ops scheduled before its done run, and its done waits for what is left: that
-wait is its exposed time. A synchronous collective holds the device for all of its time. A loop body is walked
-twice (a collective its previous iteration started may finish in it) and the second walk, its steady state, counts
-once per trip. Without a schedule (a cost given as a mapping, such as XLA's own analysis), compute time is the
-program's ``flops`` over the peak, memory time its ``bytes accessed`` over HBM bandwidth, and an async collective
-hides behind ``max(compute, memory)`` in program order until that time is used up: ``step = max(compute, memory) +
-exposed``. Without a cost analysis every collective is exposed.
+kernel by its own cost estimate). An asynchronous collective starts when its start is reached and its links are
+free (``lane``: collectives over the same mesh axes, or permutes with the same pairs, one after another), runs
+while the ops scheduled before its done run, and its done waits for what is left: that wait is its exposed time. A
+synchronous collective holds the device for all of its time. A loop body is walked twice (a collective its previous
+iteration started may finish in it) and the second walk, its steady state, counts once per trip. Without a schedule
+(a cost given as a mapping, such as XLA's own analysis), compute time is the program's ``flops`` over the peak,
+memory time its ``bytes accessed`` over HBM bandwidth, and an async collective hides behind ``max(compute,
+memory)`` in program order until that time is used up: ``step = max(compute, memory) + exposed``. Without a cost
+analysis every collective is exposed.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from shardkit.inspect.hardware import Hardware, Topology, hardware as profile
@@ -227,7 +228,12 @@ def estimate(
     times = [collective_time(c, hw, topology, i) for i, c in enumerate(report.collectives)]
     ops = getattr(cost, "schedule", ())
     if ops:
-        clock = walk(ops, hw, {t.collective.name: t.seconds for t in times})
+        clock = walk(
+            ops,
+            hw,
+            {t.collective.name: t.seconds for t in times},
+            {t.collective.name: lane(t.collective) for t in times},
+        )
         for end, name in clock.pending.values():  # the program ends when what it started has finished
             clock.exposed[name] += max(0.0, end - clock.t)
         clock.t = max([clock.t, *(end for end, _ in clock.pending.values())])
@@ -259,23 +265,36 @@ def estimate(
 
 @dataclasses.dataclass
 class Clock:
-    """The state of a walk over a schedule: the device's time, when the network is next free, the asynchronous
-    collectives in flight (key -> (when they finish, name)), and the totals per call."""
+    """The state of a walk over a schedule: the device's time, when each set of links is next free, the
+    asynchronous collectives in flight (key -> (when they finish, name)), and the totals per call."""
 
     t: float = 0.0
-    net: float = 0.0
+    links: dict[Hashable, float] = dataclasses.field(default_factory=dict)
     pending: dict[str, tuple[float, str]] = dataclasses.field(default_factory=dict)
     exposed: Counter = dataclasses.field(default_factory=Counter)
     busy: Counter = dataclasses.field(default_factory=Counter)
     unestimated: set = dataclasses.field(default_factory=set)
 
+    def run(self, name: str, seconds: float, lane: Hashable) -> float:
+        """A collective started now on ``lane``'s links: when it ends (after what holds those links)."""
+        end = max(self.t, self.links.get(lane, 0.0)) + seconds
+        self.links[lane] = end
+        return end
+
 
 def walk(
-    ops: Sequence[Op], hw: Hardware, seconds: Mapping[str, float], clock: Clock | None = None, scale: float = 1.0
+    ops: Sequence[Op],
+    hw: Hardware,
+    seconds: Mapping[str, float],
+    lanes: Mapping[str, Hashable] | None = None,
+    clock: Clock | None = None,
+    scale: float = 1.0,
 ) -> Clock:
-    """Walks ``ops`` (``schedule.Op``s) on ``hw``, ``seconds`` per run of each collective by name (module
-    docstring); totals count ``scale`` times (a loop's trips)."""
+    """Walks ``ops`` (``schedule.Op``s) on ``hw``, ``seconds`` per run of each collective by name, each on the links
+    ``lanes`` names (collectives on the same links run one after another; default: all on one) (module docstring);
+    totals count ``scale`` times (a loop's trips)."""
     clock = Clock() if clock is None else clock
+    lanes = lanes or {}
     for op in ops:
         if op.kind in ("compute", "kernel"):
             mxu, hbm = op.matmul / (hw.flops * hw.matmul_efficiency), op.bytes / hw.hbm_bandwidth
@@ -285,37 +304,49 @@ def walk(
             if not op.estimated:
                 clock.unestimated.add(op.name)
         elif op.kind == "start":
-            clock.net = max(clock.t, clock.net) + seconds.get(op.collective, 0.0)
-            clock.pending[op.key] = (clock.net, op.collective)
+            end = clock.run(op.collective, seconds.get(op.collective, 0.0), lanes.get(op.collective, ""))
+            clock.pending[op.key] = (end, op.collective)
         elif op.kind == "done":
             end, name = clock.pending.pop(op.key, (clock.t, ""))
             if end > clock.t:
                 clock.exposed[name] += (end - clock.t) * scale
                 clock.t = end
         elif op.kind == "collective":
-            end = max(clock.t, clock.net) + seconds.get(op.collective, 0.0)
+            end = clock.run(op.collective, seconds.get(op.collective, 0.0), lanes.get(op.collective, ""))
             clock.exposed[op.collective] += (end - clock.t) * scale
-            clock.t = clock.net = end
+            clock.t = end
         elif op.kind == "loop":
-            _loop(op, hw, seconds, clock, scale)
+            _loop(op, hw, seconds, lanes, clock, scale)
     return clock
 
 
-def _loop(op: Op, hw: Hardware, seconds: Mapping[str, float], clock: Clock, scale: float) -> None:
+def _loop(
+    op: Op, hw: Hardware, seconds: Mapping[str, float], lanes: Mapping[str, Hashable], clock: Clock, scale: float
+) -> None:
     """A loop's body walked once to reach its steady state (what it leaves in flight), then again counted per trip;
     what the last trip leaves in flight is waited for when the loop ends."""
-    first = walk(op.body, hw, seconds, Clock(), 0.0)
+    first = walk(op.body, hw, seconds, lanes, Clock(), 0.0)
     carried = {k: (end - first.t, name) for k, (end, name) in first.pending.items()}
-    steady = walk(op.body, hw, seconds, Clock(net=max(0.0, first.net - first.t), pending=carried), scale * op.trips)
+    busy = {lane: max(0.0, free - first.t) for lane, free in first.links.items()}
+    steady = walk(op.body, hw, seconds, lanes, Clock(links=busy, pending=carried), scale * op.trips)
     tail = max((end - steady.t for end, _ in steady.pending.values()), default=0.0)
     for end, name in steady.pending.values():
         if end > steady.t:
             clock.exposed[name] += (end - steady.t) * scale
     clock.t += steady.t * op.trips + max(tail, 0.0)
-    clock.net = max(clock.net, clock.t)
+    clock.links = {lane: max(free, clock.t) for lane, free in clock.links.items()}
     clock.exposed.update(steady.exposed)
     clock.busy.update(steady.busy)
     clock.unestimated |= steady.unestimated
+
+
+def lane(c: Collective) -> Hashable:
+    """The links a collective holds, for the walk: a collective-permute its own pairs (a permute one way along a
+    ring and one the other way use different links, as XLA's bidirectional windowed matmuls send them), any other
+    collective the mesh axes (or, without a mesh, the device groups) it runs over."""
+    if c.kind == "collective-permute":
+        return ("pairs", c.groups)
+    return ("over", c.over) if c.axes is not None else ("groups", c.groups)
 
 
 def _cost(cost: Mapping[str, float] | None) -> tuple[float | None, float | None]:
