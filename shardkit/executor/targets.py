@@ -18,8 +18,10 @@ spec                 devices                                      example
 ==================== ============================================ ======================================
 
 Binding: a program's mesh is laid onto a TPU target's chips by jax's ``mesh_utils.create_device_mesh``, the
-layout ``jax.make_mesh`` gives on that slice (each mesh axis along physical torus axes where the shapes allow),
-and in device order where it finds none; on ``cpu:N`` in device order.
+layout ``jax.make_mesh`` gives on that slice (each mesh axis along physical torus axes where the shapes allow); on
+several slices by ``create_hybrid_device_mesh``, the first axis the slice count divides running across the slices
+(the data-center network) and the rest inside each; in device order where neither finds a layout; on ``cpu:N`` in
+device order.
 """
 
 from __future__ import annotations
@@ -94,8 +96,16 @@ class Target:
         if self.platform == "tpu":
             from jax.experimental import mesh_utils
 
+            slices = len({getattr(d, "slice_index", 0) for d in self.devices})
             try:
-                grid = mesh_utils.create_device_mesh(shape, list(self.devices))
+                if slices > 1:  # the first axis the slices divide runs across them, the rest inside each
+                    axis = next((i for i, n in enumerate(shape) if n % slices == 0), None)
+                    if axis is not None:
+                        dcn = tuple(slices if i == axis else 1 for i in range(len(shape)))
+                        ici = tuple(n // d for n, d in zip(shape, dcn))
+                        grid = mesh_utils.create_hybrid_device_mesh(ici, dcn, list(self.devices))
+                else:
+                    grid = mesh_utils.create_device_mesh(shape, list(self.devices))
             except (ValueError, NotImplementedError, AssertionError):  # no physical layout of this shape
                 grid = None
         if grid is None:
