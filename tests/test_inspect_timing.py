@@ -522,3 +522,18 @@ def test_schedule_roofline_per_op() -> None:
     assert clock.t == pytest.approx(1.1) and clock.busy["memory"] == pytest.approx(1.0)
     assert clock.unestimated == {"k"} and clock.busy["kernels"] == pytest.approx(0.1)
     assert p.matmul_efficiency == pytest.approx(0.938, abs=1e-3)
+
+
+def test_a_transpose_in_memory_takes_xlas_own_estimate() -> None:
+    """A change of layout (a transpose in memory) is priced by XLA's TPU compiler's estimate of its cycles where that
+    exceeds its bytes' time (no published rate for TPU transposes; the bytes alone give a tenth of XLA's figure)."""
+    mesh = sk.AbstractMesh((4,), ("d",))
+    x = sk.ShapeDtypeStruct((4096, 8192), jnp.bfloat16, sharding=sk.NamedSharding(mesh, sk.P()))
+    compiled = sk.jit(lambda a: a.T + 1).lower(x).compile(target="tpu-v5e:2x2")
+    ops = compiled.cost().schedule
+    relayouts = [op for op in ops if op.cycles]
+    assert relayouts
+    step = compiled.communication().time("tpu-v5e")
+    p = hardware("tpu-v5e")
+    assert step.step >= sum(op.cycles for op in relayouts) / p.clock
+    assert p.clock == pytest.approx(1.5e9, rel=0.01)  # the book's v5e clock, from its peak and MXUs

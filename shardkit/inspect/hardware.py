@@ -61,6 +61,7 @@ class Hardware:
         device_kinds: jax ``Device.device_kind`` values of this chip, to recognise devices.
         matmul_efficiency: the fraction of ``flops`` a large matmul reaches (the time model's matmul ops run at
             ``flops * matmul_efficiency``).
+        clock: a TPU core's clock, cycles per second (to read XLA's TPU compiler's estimates in cycles); 0 for GPUs.
     """
 
     name: str
@@ -78,6 +79,7 @@ class Hardware:
     node_size: int = 0
     device_kinds: tuple[str, ...] = ()
     matmul_efficiency: float = 1.0
+    clock: float = 0.0
 
     def wraps(self, shape: Sequence[int]) -> tuple[bool, ...]:
         """Which dimensions of a slice of ``shape`` chips have wraparound links [SB-TPU]: v5e and v6e on a
@@ -125,6 +127,14 @@ _SLOPE, V5E_DISPATCH = (
 )  # V5E_DISPATCH: the measurement's own cost per call (97 us), no part of a program's step
 _TPU_MATMUL = 1 / _SLOPE
 
+
+def _clock(flops: float, cores: int, mxus: int, side: int) -> float:
+    """A TPU core's clock from its chip's bf16 peak [SB-TPU]: each MXU does a ``side x side`` multiply-add per cycle
+    (the book: one ``bf16[8,128] @ bf16[128,128]`` every 8 cycles; v5e's "5e13 bf16 FLOPs/s per MXU at 1.5GHz"),
+    4 MXUs a core, 2 cores on a v4 or v5p chip (megacore), 256-wide MXUs on v6e."""
+    return flops / (cores * mxus * 2 * side * side)
+
+
 PROFILES: dict[str, Hardware] = {
     h.name: h
     for h in (
@@ -143,6 +153,7 @@ PROFILES: dict[str, Hardware] = {
             network_hop_latency=0.0,  # no published DCN latency
             device_kinds=("TPU v4",),
             matmul_efficiency=_TPU_MATMUL,  # [PALLAS-MATMUL] fitted on v5e: see _V5E_MATMULS
+            clock=_clock(2.75e14, 2, 4, 128),  # [SB-TPU]
         ),
         Hardware(
             "tpu-v5e",
@@ -159,6 +170,7 @@ PROFILES: dict[str, Hardware] = {
             network_hop_latency=0.0,
             device_kinds=("TPU v5 lite", "TPU v5e"),
             matmul_efficiency=_TPU_MATMUL,  # [PALLAS-MATMUL] fitted: see _V5E_MATMULS
+            clock=_clock(1.97e14, 1, 4, 128),  # [SB-TPU]
         ),
         Hardware(
             "tpu-v5p",
@@ -175,6 +187,7 @@ PROFILES: dict[str, Hardware] = {
             network_hop_latency=0.0,
             device_kinds=("TPU v5", "TPU v5p"),
             matmul_efficiency=_TPU_MATMUL,  # [PALLAS-MATMUL] fitted on v5e: see _V5E_MATMULS
+            clock=_clock(4.59e14, 2, 4, 128),  # [SB-TPU]
         ),
         Hardware(
             "tpu-v6e",
@@ -191,6 +204,7 @@ PROFILES: dict[str, Hardware] = {
             network_hop_latency=0.0,
             device_kinds=("TPU v6 lite", "TPU v6e"),
             matmul_efficiency=_TPU_MATMUL,  # [PALLAS-MATMUL] fitted on v5e: see _V5E_MATMULS
+            clock=_clock(9.2e14, 1, 4, 256),  # [SB-TPU]
         ),
         Hardware(
             "h100",

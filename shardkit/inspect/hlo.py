@@ -32,6 +32,7 @@ from shardkit.inspect.groups import mesh_axis_groups
 # Bytes per element of each HLO primitive type (sub-byte types count as packed); a token holds no data.
 _ELEMENT_BYTES = {t.hlo: t.bits / 8 for t in dtypes.ELEMENT_TYPES} | {"token": 0}
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
+_LAYOUT = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{([^}]*)\})?")
 _OPEN, _CLOSE = "{[(", "}])"
 # What bracket matching and splitting look at: a quoted string whole (escapes included), a bracket or a comma.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[{}\[\](),]')
@@ -54,6 +55,15 @@ class ArrayShape:
 
     def __str__(self) -> str:
         return f"{self.dtype}[{','.join(map(str, self.dims))}]"
+
+
+def minor_to_major(text: str) -> tuple[tuple[int, ...], ...]:
+    """Each array's layout in an HLO shape, as its dimensions minor to major: ``f32[2,4]{0,1:T(8,128)}`` ->
+    ``((0, 1),)``; ``()`` for an array printed without one."""
+    return tuple(
+        tuple(int(d) for d in layout.split(":")[0].split(",") if d.strip()) if layout else ()
+        for layout in _LAYOUT.findall(text)
+    )
 
 
 def parse_shape(text: str) -> tuple[ArrayShape, ...]:

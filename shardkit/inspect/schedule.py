@@ -6,7 +6,10 @@ the order the device runs them. ``read`` turns that order into ``Op``s, hardware
 them on a profile (``docs/performance_model.md``, *The step*). Per instruction:
 
 - **compute**: the matmul work (``convolution`` and ``dot``, alone or in a fusion), padded to the MXU's tiles, and
-  the bytes it reads and writes (``cost._Counter``'s rules: XLA's ``HloCostAnalysis``);
+  the bytes it reads and writes (``cost._Counter``'s rules: XLA's ``HloCostAnalysis``); for a change of layout (a
+  ``copy`` or ``transpose``, alone or the root of a fusion, whose result's dimension order in memory differs from
+  its operand's: a transpose in memory) also XLA's TPU compiler's own estimate of its cycles (``estimated_cycles`` in
+  its backend config), which the time model takes where it exceeds the bytes' time;
 - **kernel**: a Pallas TPU kernel (``tpu_custom_call``): its matmul flops are the cost estimate its author attached
   (``pl.CostEstimate``), else those of the ``tpu.matmul`` ops of its Mosaic body times its grid
   (``iteration_bounds``), branches all counted (a causal kernel's skipped blocks too, as jax's flash attention
@@ -64,6 +67,7 @@ class Op:
         body: a loop's scheduled body and condition.
         trips: a loop's trip count (an unknown one counts once).
         estimated: False for a kernel without a cost estimate (priced by its bytes only).
+        cycles: for a change of layout, the core cycles XLA's TPU compiler estimates it takes (0: none).
     """
 
     name: str
@@ -75,6 +79,7 @@ class Op:
     body: tuple[Op, ...] = ()
     trips: int = 1
     estimated: bool = True
+    cycles: float = 0.0
 
 
 def read(text: str, counter: Any, trips: Mapping[str, int | None]) -> tuple[Op, ...]:
@@ -128,7 +133,9 @@ class _Reader:
         if op == "custom-call":
             return [self.kernel(inst, table)]
         flops, _, nbytes = self.counter.instruction(inst, table, False)
-        return [Op(inst.name, "compute", matmul=self.mxu(inst, table, flops), bytes=nbytes)]
+        return [
+            Op(inst.name, "compute", matmul=self.mxu(inst, table, flops), bytes=nbytes, cycles=_relayout(inst, table))
+        ]
 
     def wrapped(self, inst: hlo.Instruction, table: dict[str, hlo.Instruction]) -> list[Op]:
         """``async-start``/``async-done`` around a collective (another wrapped op runs as its own compute)."""
@@ -175,7 +182,9 @@ class _Reader:
         matmul = sum(self.mxu(i, self.counter.tables.get(name, {})) for i in fused if i.opcode in _MATMULS)
         if role == "continuation":  # the collective's buffers are carried along, not read or written by the compute
             nbytes = self.continuation_bytes(name, fused, inner)
-        ops = [Op(inst.name, "compute", matmul=matmul, bytes=nbytes)]
+        root = fused[-1] if fused else None
+        cycles = _relayout(inst, table, root, self.counter.tables.get(name, {}))
+        ops = [Op(inst.name, "compute", matmul=matmul, bytes=nbytes, cycles=cycles)]
         if role is None:  # a collective fused into a computation of its own runs where the fusion runs
             ops += [Op(i.name, "collective", collective=i.name) for i in inner]
         return ops
@@ -225,6 +234,23 @@ class _Reader:
         rows, features = _rows_features(inst, table)
         contracted = flops / (2 * out)  # per output element, as XLA counts it (a convolution's valid window pairs)
         return flops * _pad(rows, MXU_ROWS) * _pad(round(contracted), MXU_SIDE) * _pad(features, MXU_SIDE)
+
+
+def _relayout(
+    inst: hlo.Instruction,
+    table: dict[str, hlo.Instruction],
+    root: hlo.Instruction | None = None,
+    inner: dict[str, hlo.Instruction] | None = None,
+) -> float:
+    """XLA's estimated cycles of ``inst`` where it changes a layout: a ``copy``/``transpose`` (for a fusion, its
+    ``root``) whose result's dimensions lie in memory in another order than its operand's; 0 otherwise."""
+    op, where = (inst, table) if root is None else (root, inner or {})
+    if op.opcode not in ("copy", "transpose") or not op.operands or op.operands[0] not in where:
+        return 0.0
+    if op.opcode == "copy" and hlo.minor_to_major(op.shape) == hlo.minor_to_major(where[op.operands[0]].shape):
+        return 0.0
+    found = re.search(r'"estimated_cycles":"(\d+)"', inst.attributes.get("backend_config", ""))
+    return float(found.group(1)) if found else 0.0
 
 
 def _pad(n: int, tile: int) -> float:

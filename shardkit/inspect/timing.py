@@ -298,6 +298,8 @@ def walk(
     for op in ops:
         if op.kind in ("compute", "kernel"):
             mxu, hbm = op.matmul / (hw.flops * hw.matmul_efficiency), op.bytes / hw.hbm_bandwidth
+            if op.cycles and hw.clock:  # a transpose in memory: XLA's own estimate where the bytes' time is less
+                hbm = max(hbm, op.cycles / hw.clock)
             kind = "kernels" if op.kind == "kernel" else "matmul" if mxu >= hbm and mxu else "memory"
             clock.busy[kind] += max(mxu, hbm) * scale
             clock.t += max(mxu, hbm)
