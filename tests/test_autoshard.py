@@ -508,3 +508,22 @@ def test_the_mesh_search_puts_the_slices_axis_first_on_a_multi_slice_target():
     assert [str(m) for m in search.torus_aligned(space.mesh_shapes(8))] == ["x=2 y=2 z=2"]
     placed = machine.target.mesh(sk.AbstractMesh((2, 2, 2), ("x", "y", "z")))
     assert [{d.slice_index for d in placed.devices[i].flat} for i in range(2)] == [{0}, {1}]
+
+
+def test_a_model_too_large_to_replicate_starts_from_its_state_stored():
+    """Six weights each as large as the limit allows for all of them together: replicated, no single move (one
+    weight stored, one axis) fits; the descent starts from every large weight stored (ZeRO-3's layout) instead."""
+
+    def deep(ws, x):
+        for w in ws:
+            x = jnp.tanh(x @ w)
+        return x.sum()
+
+    ws = [normal(256, 256) for _ in range(6)]
+    x = normal(64, 256)
+    replicated = sum(w.nbytes for w in ws)
+    plan = sk.autoshard(deep, ws, x, target="cpu:8", memory_limit=replicated // 3, confirm=0, workers=0)
+    assert plan.memory_per_device <= replicated // 3
+    assert all(any(s.spec) for s in plan.in_shardings[0])  # every weight split
+    got = plan.jit()(*placed(plan, (ws, x)))
+    np.testing.assert_allclose(float(got), float(jax.jit(deep)(ws, x)), rtol=1e-4)

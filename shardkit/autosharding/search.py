@@ -9,7 +9,9 @@ single move (else only that one is kept). Rounds repeat until no move gains 0.2%
 
 1. **One axis.** The descent runs first on the mesh with one axis over every device, from every group open:
    what to split at all (the batch of a training step, then its parameters and optimizer state: data
-   parallelism, then ZeRO/FSDP, come out of the moves, not out of a recipe).
+   parallelism, then ZeRO/FSDP, come out of the moves, not out of a recipe). When everything open is over the
+   memory limit (a model whose replicated state alone does not fit), it starts instead from every large group
+   stored over the axis (ZeRO-3's layout), if that is better: one move at a time cannot climb out of that hole.
 2. **Layouts on every mesh.** That layout is priced on every mesh of the target's device count with its axis
    replaced by all of the mesh's axes (the same sharding, laid onto the torus another way; a Shardy plan names
    axes, so this needs no new plan).
@@ -220,14 +222,13 @@ class Search:
     def run(self, meshes: Sequence[MeshShape] | None) -> list[Candidate]:
         """Searches the given meshes (None: every mesh of the target's device count) and returns every candidate,
         best first."""
-        empty: Layout = tuple(None for _ in self.program.groups)
         if meshes is not None and len(meshes) == 1:
             mesh = meshes[0]
-            self.descend(mesh, empty, mesh.names, "given mesh")
+            self.descend(mesh, self.start(mesh, "given mesh"), mesh.names, "given mesh")
             return self.ranked()
         all_meshes = list(meshes) if meshes is not None else mesh_shapes(self.machine.devices)
         flat = next((m for m in all_meshes if len(m.names) == 1), None) or MeshShape(("x",), (self.machine.devices,))
-        first = self.descend(flat, empty, flat.names, "one axis")
+        first = self.descend(flat, self.start(flat, "one axis"), flat.names, "one axis")
         if first is None:
             return self.ranked()
         # 2. the one-axis layout on every mesh (priced from the same plan where it names whole axes)
@@ -247,6 +248,26 @@ class Search:
             # across slices every axis is free: a layout may leave the slices' axis (the data-center network)
             self.descend(c.mesh, c.layout, c.mesh.names if across else c.mesh.names[1:], "more axes")
         return self.ranked()
+
+    def start(self, mesh: MeshShape, found: str) -> Layout:
+        """Where a descent starts: every decision open, or, when that is over the memory limit, the better of it and
+        every large decision stored over all of ``mesh``'s axes on its largest dimension they divide (ZeRO-3's
+        layout: from everything replicated, one move at a time cannot reach a program that fits)."""
+        empty: Layout = tuple(None for _ in self.program.groups)
+        (open_,) = self.evaluate([(mesh, empty)], found)
+        if open_ is None or self.limit is None or open_.estimate.peak <= self.limit:
+            return empty
+        sizes = dict(mesh.axes)
+        stored = []
+        for g, group in enumerate(self.program.groups):
+            dims = [d for d in range(len(group.shape)) if _divides(group.shape[d : d + 1], (mesh.names,), sizes)]
+            if g not in self.big or not dims:
+                stored.append(None)
+                continue
+            d = max(dims, key=lambda d: group.shape[d])
+            stored.append(Choice(tuple(mesh.names if i == d else () for i in range(len(group.shape))), storage=True))
+        (seed,) = self.evaluate([(mesh, tuple(stored))], found)
+        return tuple(stored) if seed is not None and self.better(seed, open_) else empty
 
     def spread(self, one: Candidate, mesh: MeshShape) -> Candidate | None:
         """``one``'s layout (on a one-axis mesh) with its axis replaced by all of ``mesh``'s axes."""
