@@ -42,6 +42,8 @@ from shardkit.inspect.hardware import Topology, hardware  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "maxtext_tables.json")
+DOCS = os.path.join(HERE, "..", "docs", "performance_model.md")
+BEGIN, END = "<!-- the table: benchmarks/bench_maxtext.py --markdown -->", "<!-- end of the table -->"
 SOURCE = "github.com/AI-Hypercomputer/maxtext: v5e table and scripts @ 5ebcd67fe (2023-10-27), v5p @ 76bd53b0f"
 
 # LIBTPU_INIT_ARGS of the scripts, as compiler options (the same flags, passed per compile)
@@ -271,10 +273,19 @@ def main() -> None:
     parser.add_argument("--cache", help="where compiles are kept")
     parser.add_argument("--out", default=OUT)
     parser.add_argument("--markdown", action="store_true", help="print the docs' tables from the tables file")
+    parser.add_argument("--docs", action="store_true", help=f"write them into {os.path.relpath(DOCS)}")
     args = parser.parse_args()
-    if args.markdown:
+    if args.markdown or args.docs:
         with open(args.out) as f:
-            print(markdown(json.load(f)["rows"]))
+            table = markdown(json.load(f)["rows"])
+        if args.markdown:
+            print(table)
+        if args.docs:
+            with open(DOCS) as f:
+                text = f.read()
+            head, rest = text.split(BEGIN, 1)
+            with open(DOCS, "w") as f:
+                f.write(head + BEGIN + "\n" + table + "\n" + END + rest.split(END, 1)[1])
         return
     directory = cache_dir(args.cache)
     chosen = [c for c in cells() if not args.which or c.table in args.which or c.name in args.which]

@@ -205,7 +205,10 @@ def test_plan_reports(adam, tmp_path):
     plan, args = adam
     text = str(plan)
     assert text.startswith("Plan for cpu:8 (8 devices, timed on h100): mesh ")
-    assert "Shardy plans" in text
+    assert "Shardy plans" in text and "lowering and the rest" in text
+    spent = plan.where_time()
+    assert set(spent) == {"compiles", "plans", "rest"} and spent["plans"] > 0
+    assert sum(spent.values()) == pytest.approx(plan.search_seconds, rel=1e-6) or spent["rest"] == 0
     lowered = plan.lower()
     assert "sdy.mesh" in lowered.as_text()
     why = plan.explain()

@@ -84,6 +84,7 @@ class Plan:
         memory_limit: bytes per device the plan had to fit (None: no limit).
         search_seconds: wall time of the whole search (lowering, estimates, compiles).
         evaluations: candidates Shardy planned.
+        plan_seconds: of the search's wall time, what the Shardy plans of the candidates took (``where_time``).
     """
 
     def __init__(
@@ -102,6 +103,7 @@ class Plan:
         search_seconds: float,
         evaluations: int,
         out_tree: Any = None,
+        plan_seconds: float = 0.0,
     ):
         self.fun = fun
         self.out_tree = out_tree
@@ -118,6 +120,24 @@ class Plan:
         self._user_mesh = user_mesh
         self.search_seconds = search_seconds
         self.evaluations = evaluations
+        self.plan_seconds = plan_seconds
+
+    def where_time(self) -> dict[str, float]:
+        """Where the search's wall time went: ``'compiles'`` (the confirming compiles for the target), ``'plans'``
+        (Shardy's plans of the candidates, in the worker processes), ``'rest'`` (lowering, pricing, the rest)."""
+        compiles = sum(c.seconds for c in self.confirmed.values())
+        return {
+            "compiles": compiles,
+            "plans": self.plan_seconds,
+            "rest": max(0.0, self.search_seconds - compiles - self.plan_seconds),
+        }
+
+    def _took(self) -> str:
+        spent = self.where_time()
+        return (
+            f"{self.search_seconds:.1f} s (compiles {spent['compiles']:.1f} s, Shardy plans {spent['plans']:.1f} s, "
+            f"lowering and the rest {spent['rest']:.1f} s)"
+        )
 
     # -- the answer --------------------------------------------------------------------------------------
 
@@ -276,7 +296,7 @@ class Plan:
             lines.append(f"  {constraint}")
         lines.append(
             f"  searched {len(self.candidates)} candidates ({self.evaluations} Shardy plans, "
-            f"{len(self.confirmed)} compiled) in {self.search_seconds:.1f} s"
+            f"{len(self.confirmed)} compiled) in {self._took()}"
         )
         return "\n".join(lines) + "\n"
 
@@ -420,6 +440,7 @@ class CandidateTable:
             "devices": p.machine.devices,
             "memory_limit": p.memory_limit,
             "search_seconds": p.search_seconds,
+            "search_seconds_by_part": p.where_time(),
             "evaluations": p.evaluations,
             "candidates": self.rows(),
         }
