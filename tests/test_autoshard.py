@@ -19,6 +19,7 @@ import pytest
 import shardkit as sk
 from shardkit import P
 from shardkit.autosharding import PlannedJit, api, space, workers
+from shardkit.autosharding.program import from_function
 
 RNG = np.random.default_rng(0)
 
@@ -419,7 +420,9 @@ def fsdp_candidate():
     program = api.from_function(embedded_step, (params, tokens), ())[0]
     layout = []
     for g in program.groups:
-        if g.shape == (64, 32):
+        if g.boundary:  # the layers' carry: open, as propagation leaves it
+            layout.append(None)
+        elif g.shape == (64, 32):
             layout.append(space.Choice((("x",), ())))
         else:  # the (first) embedding dimension stored
             first = list(g.shape).index(128)
@@ -530,3 +533,39 @@ def test_a_model_too_large_to_replicate_starts_from_its_state_stored():
     assert all(any(s.spec) for s in plan.in_shardings[0])  # every weight split
     got = plan.jit()(*placed(plan, (ws, x)))
     np.testing.assert_allclose(float(got), float(jax.jit(deep)(ws, x)), rtol=1e-4)
+
+
+def test_a_layer_boundary_constraint_wins_where_the_activations_do_not_fit_whole():
+    """A scan of tensor-parallel layers whose input the user gave replicated: the activations between the layers
+    (the loop's carry, forward and back) are a decision of their own; replicated they and the residuals saved for
+    the backward pass exceed the limit, constrained on the sequence at each layer's start they fit. The plan
+    writes the constraint into its program (``jit()``), which computes what the unconstrained program does."""
+    layers, seq, emb, hidden = 8, 2048, 256, 1024
+
+    def step(w1, w2, x):
+        def loss(ws):
+            def layer(h, w):
+                return h + jnp.tanh(h @ w[0]) @ w[1], None
+
+            return (jax.lax.scan(layer, x, ws)[0] ** 2).sum()
+
+        return jax.grad(loss)((w1, w2))
+
+    mesh = sk.make_mesh((8,), ("x",))
+    w1 = jax.device_put(normal(layers, emb, hidden) / 16, sk.NamedSharding(mesh, P(None, None, "x")))
+    w2 = jax.device_put(normal(layers, hidden, emb) / 32, sk.NamedSharding(mesh, P(None, "x", None)))
+    x = jax.device_put(normal(seq, emb), sk.NamedSharding(mesh, P()))
+    program = from_function(step, (w1, w2, x), ())[0]
+    (carry,) = [g for g in program.groups if g.boundary]
+    assert carry.shape == (seq, emb) and len(carry.sites) == 2  # the forward loop's and the backward's
+    limit = 32 * 2**20
+    plan = sk.autoshard(step, w1, w2, x, target="cpu:8", memory_limit=limit, confirm=1, workers=0)
+    (constraint,) = plan.constraints
+    assert constraint.kind == "boundary" and constraint.sharding.spec == P("x", None)
+    replicated = [c for c in plan.candidates if all(choice is None for choice in c.layout)]
+    assert replicated and replicated[0].estimate.peak > limit >= plan.memory_per_device  # XLA's, compiled
+    lowered = plan.jit().lower(w1, w2, x).as_text()
+    assert lowered.count("sdy.sharding_constraint") >= 2
+    got, want = plan.jit()(w1, w2, x), jax.jit(step)(w1, w2, x)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-3, atol=1e-5 * float(jnp.abs(w).max()))

@@ -2,10 +2,11 @@
 
 A state is a mesh and a layout (per group: open, or per dimension the mesh axes that split it). A *move*
 changes one group on one mesh axis: the axis leaves the group, or shards another of its dimensions, or the
-group goes open (Shardy's propagation decides) or closed and replicated. The search descends by moves, each
-round in two steps: every move from the current state is evaluated (independent candidates, evaluated
-together), then the best move of each group that gained is applied at once and kept if it beats the best
-single move (else only that one is kept). Rounds repeat until no move gains 0.2%.
+group goes open (Shardy's propagation decides) or closed and replicated (a layer boundary's group likewise:
+constrained or open, never stored). The search descends by moves, each round in two steps: every move from the
+current state is evaluated (independent candidates, evaluated together), then the best move of each group that
+gained is applied at once and kept if it beats the best single move (else only that one is kept). Rounds repeat
+until no move gains 0.2%.
 
 1. **One axis.** The descent runs first on the mesh with one axis over every device, from every group open:
    what to split at all (the batch of a training step, then its parameters and optimizer state: data
@@ -91,8 +92,9 @@ class Search:
         self.machine = machine
         self.limit = memory_limit
         self._evaluate = evaluate or _serial(program)
-        total = sum(g.nbytes for g in program.groups) or 1
-        self.big = {g.index for g in program.groups if g.nbytes >= STORED * total}
+        arguments = [g for g in program.groups if not g.boundary]
+        total = sum(g.nbytes for g in arguments) or 1
+        self.big = {g.index for g in arguments if g.nbytes >= STORED * total}  # the groups that may be stored
         self.worse: dict[tuple[int, Choice | None], float] = {}  # (group, choice) -> its step over the state's
         self.readings: dict[tuple, Reading | Exception] = {}
         self.candidates: dict[tuple, Candidate] = {}
@@ -363,6 +365,10 @@ def describe(c: Candidate, program: Program) -> str:
     parts = []
     for g, choice in zip(program.groups, c.layout):
         name = g.name.split(" ")[0]
+        if g.boundary:
+            if choice is not None:
+                parts.append(f"{name}: {spec_text(choice)} (constraint)")
+            continue
         if choice is not None:
             if any(choice.spec):
                 parts.append(f"{name}: {spec_text(choice)}")
