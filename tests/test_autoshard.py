@@ -435,7 +435,10 @@ def fsdp_candidate():
 def test_a_compiled_candidate_partitions_as_its_estimate_planned():
     """The confirming compile writes the results at the storage priority too: at priority 0 an updated parameter's
     storage sharding flowed back through its gradient into the activations, and XLA split them on the embedding
-    (the batch whole on every device) where Shardy's plan, with open results, split the batch."""
+    (the batch whole on every device) where Shardy's plan, with open results, split the batch. jaxlib 0.12's XLA
+    reads every sharding without its priority (its HLO holds named shardings, no Shardy attributes), so there the
+    compiled program splits the embedding whatever the plan says (docs/autoshard.md, *Limits*)."""
+    from shardkit._jaxlib import JAXLIB_RELEASE
     from shardkit.autosharding.program import written
 
     program, candidate, (params, tokens) = fsdp_candidate()
@@ -444,7 +447,10 @@ def test_a_compiled_candidate_partitions_as_its_estimate_planned():
     assert '{"x"}p1' in results
     compiled = sk.load(module).compile(target="cpu:8")
     text = compiled.as_text()
-    assert "f32[8,32,128]" in text and "f32[64,32,16]" not in text  # the batch split, the embedding whole
+    if JAXLIB_RELEASE < (0, 12):
+        assert "f32[8,32,128]" in text and "f32[64,32,16]" not in text  # the batch split, the embedding whole
+    else:
+        assert "f32[64,32,16]" in text  # the priorities lost: the stored embedding split the activations
     want = jax.jit(embedded_step)(params, tokens)
     assert want["emb"].shape == (512, 128)
 
