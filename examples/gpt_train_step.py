@@ -12,6 +12,7 @@ Run it to print XLA's communication report of the step, Shardy's plan for it, an
 ``build(mesh)`` is what the tests and ``benchmarks/bench_report.py`` use.
 """
 
+import functools
 import os
 import time
 
@@ -67,17 +68,23 @@ def _layer(x, p):
     return x + jax.nn.gelu(_norm(x, p["ln2"]) @ p["w1"]) @ p["w2"], None
 
 
-def loss(params, tokens, targets):
+def loss(params, tokens, targets, activations=None):
+    """The mean cross-entropy; ``activations``: a sharding the activations keep at every layer boundary (as MaxText's
+    logical rules keep them on the batch), None for none."""
     x = params["wte"][tokens] + params["wpe"]
     layers = {k: params[k] for k in ("ln1", "wqkv", "wo", "ln2", "w1", "w2")}
-    x, _ = jax.lax.scan(_layer, x, layers)
+    if activations is None:
+        x, _ = jax.lax.scan(_layer, x, layers)
+    else:
+        constrain = lambda x: sk.with_sharding_constraint(x, activations)
+        x, _ = jax.lax.scan(lambda x, p: (constrain(_layer(constrain(x), p)[0]), None), x, layers)
     logits = _norm(x, params["lnf"]) @ params["wte"].T
     logp = jax.nn.log_softmax(logits, axis=-1)
     return -jnp.take_along_axis(logp, targets[..., None], axis=-1).mean()
 
 
-def train_step(params, m, v, step, tokens, targets):
-    value, grads = jax.value_and_grad(loss)(params, tokens, targets)
+def train_step(params, m, v, step, tokens, targets, activations=None):
+    value, grads = jax.value_and_grad(loss)(params, tokens, targets, activations)
     step = step + 1
     m = jax.tree.map(lambda m, g: B1 * m + (1 - B1) * g, m, grads)
     v = jax.tree.map(lambda v, g: B2 * v + (1 - B2) * g * g, v, grads)
@@ -86,17 +93,23 @@ def train_step(params, m, v, step, tokens, targets):
     return params, m, v, step, value
 
 
-def build(mesh, partitioner="shardy", *, sizes=PARAMS, batch=BATCH):
+def build(mesh, partitioner="shardy", *, sizes=PARAMS, batch=BATCH, activations=None):
     """(the jitted step, its arguments as ShapeDtypeStructs) on a ("data", "model") mesh, for a model of
-    ``sizes`` (``params(...)``) and ``batch`` sequences."""
+    ``sizes`` (``params(...)``) and ``batch`` sequences; ``activations`` (a PartitionSpec) constrains the
+    activations at every layer boundary."""
     named = {k: sk.NamedSharding(mesh, spec) for k, (_, spec) in sizes.items()}
     batched = sk.NamedSharding(mesh, P("data", None))
     scalar = sk.NamedSharding(mesh, P())
     state = {k: sk.ShapeDtypeStruct(shape, np.float32, sharding=named[k]) for k, (shape, _) in sizes.items()}
     tokens = sk.ShapeDtypeStruct((batch, sizes["wpe"][0][0]), np.int32, sharding=batched)
     args = (state, state, state, sk.ShapeDtypeStruct((), np.float32, sharding=scalar), tokens, tokens)
+    fun = train_step
+    if activations is not None:
+        fun = functools.wraps(train_step)(
+            functools.partial(train_step, activations=sk.NamedSharding(mesh, activations))
+        )
     step = sk.jit(
-        train_step,
+        fun,
         in_shardings=(named, named, named, scalar, batched, batched),
         out_shardings=(named, named, named, scalar, scalar),
         donate_argnums=(0, 1, 2),

@@ -469,3 +469,23 @@ def register_jax_dialects(registry: Any) -> None:
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 
     _jax_mlir_ext.register_dialects(registry)
+
+
+def mosaic_context() -> Any:
+    """An MLIR context that reads the bodies of Mosaic (Pallas TPU) kernels, as a ``tpu_custom_call`` carries them
+    in its backend config: jaxlib's ``tpu`` dialect registered (its memory-space attributes), the serialized form's
+    other ops (``stable_mosaic.*``) allowed unregistered. jaxlib ships the dialect's Python module only under
+    ``jaxlib.mosaic.python``; jax registers it the same way (``jax._src.tpu_custom_call``)."""
+    from jaxlib.mlir import ir
+    from jaxlib.mosaic.python import tpu
+
+    context = ir.Context()
+    tpu.register_dialect(context)
+    context.allow_unregistered_dialects = True
+    return context
+
+
+def hlo_module(text: str) -> Any:
+    """XLA's ``HloModule`` of HLO text (a compiled program's ``as_text()``, kept), as ``hlo_modules()`` gives a
+    compiled one; XLA's HLO parser is reachable only through ``xla_client.hlo``."""
+    return xc.hlo.hlo_module_from_text(text)

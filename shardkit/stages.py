@@ -11,7 +11,7 @@ import functools
 import operator
 import os
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import jax
@@ -131,14 +131,22 @@ class Lowered:
         ``jax.export.deserialize`` and ``shardkit.load`` read)."""
         return load_module.to_exported(self._lowered)
 
-    def compile(self, passes: str | None = None, *, target: str | Target | None = None) -> Compiled:
+    def compile(
+        self,
+        passes: str | None = None,
+        *,
+        target: str | Target | None = None,
+        compiler_options: Mapping[str, str | bool | int | float] | None = None,
+    ) -> Compiled:
         """Compiles for the lowered device assignment, after running ``passes`` (a pipeline) on a copy; or,
         compile-only, for a ``target`` machine not at hand (``'tpu-v5p:8x16x16'``, ``'cpu:256'``; see
-        ``shardkit.executor.targets``): everything but calling it."""
+        ``shardkit.executor.targets``): everything but calling it. ``compiler_options`` are XLA's options by name,
+        as jax's ``Lowered.compile(compiler_options=...)`` takes them (on a TPU target, libtpu's own flags too:
+        ``{"xla_tpu_enable_async_collective_fusion": True}``)."""
         lowered = self._lowered if passes is None else self.run_passes(passes)._lowered
         if target is not None:
             lowered = bind_target(lowered, target)
-        return Compiled(lowered, compile_lowered(lowered))
+        return Compiled(lowered, compile_lowered(lowered, overrides=compiler_options))
 
 
 def _spec_text(sharding: Any) -> str:
@@ -284,6 +292,7 @@ def jit(
     static_argnames: str | Sequence[str] = (),
     donate_argnums: int | Sequence[int] = (),
     partitioner: str = "shardy",
+    platform: str | None = None,
 ) -> Jitted:
     """Stages ``fun`` for sharded compilation: jax traces it, shardkit shards, lowers, compiles and calls it.
 
@@ -299,6 +308,9 @@ def jit(
         donate_argnums: positions of arguments whose buffers the computation may reuse; donated Arrays are
             deleted after the call.
         partitioner: ``"shardy"`` (``sdy`` dialect) or ``"gspmd"`` (``mhlo.sharding`` strings).
+        platform: the platform jax lowers the body for (``"tpu"``, ``"cpu"``, ``"cuda"``, ``"rocm"``), as
+            ``jax.jit(f).trace(...).lower(lowering_platforms=...)``; default this process's. A body with a Pallas
+            TPU kernel lowered with ``platform="tpu"`` compiles for a TPU target from a machine without TPUs.
 
     Arguments are Arrays (jax's; shardkit's are jax's), numpy arrays and scalars (placed as compiled; host
     scalars replicated, as jax does). A committed Array whose sharding is not equivalent to the one compiled for
@@ -323,7 +335,9 @@ def jit(
         >>> f(np.ones((8, 2), np.float32)).sharding.spec
         P('x', 'y')
     """
-    options = JitOptions(in_shardings, out_shardings, static_argnums, static_argnames, donate_argnums, partitioner)
+    options = JitOptions(
+        in_shardings, out_shardings, static_argnums, static_argnames, donate_argnums, partitioner, platform
+    )
     return Jitted(_shared(fun, options))
 
 

@@ -76,3 +76,15 @@ def test_an_ecosystem_example_prints_jax_s_losses():
     as a user runs it."""
     out = run_example("optax_zero.py")
     assert "losses equal to jax's: True; parameters equal: True" in out
+
+
+def test_maxtext_decoder_trains_as_jax_does():
+    """MaxText's decoder at a small size on 8 CPU devices (fsdp 4 x tensor 2, its logical rules): shardkit's losses
+    are jax.jit's, step by step."""
+    out = run_example("maxtext_decoder.py")
+    rows = [line.split() for line in out.splitlines() if line.startswith("step")]
+    assert len(rows) == 3
+    for row in rows:
+        ours, theirs = float(row[3]), float(row[5])
+        assert abs(ours - theirs) < 1e-4 * abs(theirs), row
+    assert float(rows[-1][3]) < float(rows[0][3])

@@ -438,3 +438,102 @@ def test_docs_name_every_profile_and_source() -> None:
     for source in ("jax-ml.github.io/scaling-book/tpus", "jax-ml.github.io/scaling-book/gpus", "nccl-tests/issues/212"):
         assert source in text
     assert re.search(r"tuning\.cc", text)
+
+
+# -- XLA's schedule -------------------------------------------------------------------------------------------
+
+
+def scheduled(ops, seconds, hw="tpu-v5e", lanes=None):
+    """Walks ``schedule.Op``s on a profile with ``seconds`` per collective by name (on ``lanes``' links)."""
+    from shardkit.inspect.timing import walk
+
+    return walk(ops, hardware(hw), seconds, lanes)
+
+
+def compute(name: str, seconds: float, hw="tpu-v5e"):
+    """An op that keeps the device busy ``seconds`` on its matmul units."""
+    from shardkit.inspect.schedule import Op
+
+    p = hardware(hw)
+    return Op(name, "compute", matmul=seconds * p.flops * p.matmul_efficiency)
+
+
+def test_schedule_hides_what_the_ops_between_start_and_done_cover() -> None:
+    """An async collective runs while the ops scheduled between its start and its done run; its done waits for the
+    rest (exposed). A synchronous one holds the device for all of its time."""
+    from shardkit.inspect.schedule import Op
+
+    start, done = Op("s", "start", collective="ag", key="k"), Op("d", "done", key="k")
+    hidden = scheduled([start, compute("mm", 3.0), done], {"ag": 2.0})
+    assert hidden.t == pytest.approx(3.0) and hidden.exposed["ag"] == 0
+    short = scheduled([start, compute("mm", 0.5), done], {"ag": 2.0})
+    assert short.t == pytest.approx(2.0) and short.exposed["ag"] == pytest.approx(1.5)
+    sync = scheduled([compute("mm", 1.0), Op("ar", "collective", collective="ar")], {"ar": 2.0})
+    assert sync.t == pytest.approx(3.0) and sync.exposed["ar"] == pytest.approx(2.0)
+    assert sync.busy["matmul"] == pytest.approx(1.0)
+
+
+def test_schedule_runs_collectives_on_the_same_links_one_at_a_time() -> None:
+    """Two collectives in flight on the same links: the second starts when the first ends; on other links, at
+    once."""
+    from shardkit.inspect.schedule import Op
+
+    ops = [
+        Op("s1", "start", collective="a", key="1"),
+        Op("s2", "start", collective="b", key="2"),
+        compute("mm", 1.0),
+        Op("d1", "done", key="1"),
+        Op("d2", "done", key="2"),
+    ]
+    clock = scheduled(ops, {"a": 1.0, "b": 1.0})
+    assert clock.t == pytest.approx(2.0) and clock.exposed["b"] == pytest.approx(1.0) and clock.exposed["a"] == 0
+    apart = scheduled(ops, {"a": 1.0, "b": 1.0}, lanes={"a": "x", "b": "y"})  # on different links: at once
+    assert apart.t == pytest.approx(1.0) and sum(apart.exposed.values()) == 0
+
+
+def test_schedule_loop_steady_state_carries_a_collective_into_the_next_trip() -> None:
+    """A loop body that starts a collective at its end and waits for it after some compute of the next trip (XLA's
+    pipelining of a scan's gathers): the previous trip's collective runs under the next trip's first compute."""
+    from shardkit.inspect.schedule import Op
+
+    def loop(first: float):
+        body = (
+            compute("a", first),
+            Op("d", "done", key="k"),
+            compute("b", 1.0),
+            Op("s", "start", collective="ag", key="k"),
+        )
+        return scheduled([Op("loop", "loop", body=body, trips=10)], {"ag": 1.5})
+
+    hidden = loop(2.0)  # 2 s of compute before the wait covers the 1.5 s gather
+    assert hidden.t == pytest.approx(10 * 3.0 + 1.5) and hidden.exposed["ag"] == pytest.approx(1.5)  # the last only
+    partly = loop(1.0)  # 1 s covers two thirds of it: 0.5 s exposed per trip
+    assert partly.t == pytest.approx(10 * 2.5 + 1.5) and partly.exposed["ag"] == pytest.approx(10 * 0.5 + 1.5)
+
+
+def test_schedule_roofline_per_op() -> None:
+    """Each op takes the longer of its matmul time (at the profile's matmul efficiency) and its memory time: a
+    memory-bound op costs its bytes whatever its flops."""
+    from shardkit.inspect.schedule import Op
+
+    p = hardware("tpu-v5e")
+    memory_bound = Op("add", "compute", matmul=1e9, bytes=8.1e11)  # 1 s of bytes, 5 us of MXU work
+    clock = scheduled([memory_bound, Op("k", "kernel", bytes=8.1e10, estimated=False)], {})
+    assert clock.t == pytest.approx(1.1) and clock.busy["memory"] == pytest.approx(1.0)
+    assert clock.unestimated == {"k"} and clock.busy["kernels"] == pytest.approx(0.1)
+    assert p.matmul_efficiency == pytest.approx(0.938, abs=1e-3)
+
+
+def test_a_transpose_in_memory_takes_xlas_own_estimate() -> None:
+    """A change of layout (a transpose in memory) is priced by XLA's TPU compiler's estimate of its cycles where that
+    exceeds its bytes' time (no published rate for TPU transposes; the bytes alone give a tenth of XLA's figure)."""
+    mesh = sk.AbstractMesh((4,), ("d",))
+    x = sk.ShapeDtypeStruct((4096, 8192), jnp.bfloat16, sharding=sk.NamedSharding(mesh, sk.P()))
+    compiled = sk.jit(lambda a: a.T + 1).lower(x).compile(target="tpu-v5e:2x2")
+    ops = compiled.cost().schedule
+    relayouts = [op for op in ops if op.cycles]
+    assert relayouts
+    step = compiled.communication().time("tpu-v5e")
+    p = hardware("tpu-v5e")
+    assert step.step >= sum(op.cycles for op in relayouts) / p.clock
+    assert p.clock == pytest.approx(1.5e9, rel=0.01)  # the book's v5e clock, from its peak and MXUs

@@ -159,6 +159,7 @@ def _search(
         evaluations=search.stats.evaluations,
         out_tree=out_tree,
     )
+    plan.plan_seconds = search.stats.seconds
     chosen = _confirm(plan, ranked, confirm, limit)
     failed = [c.error for c in plan.confirmed.values() if (c.error or "").startswith("XLA could not compile")]
     if chosen is None and failed and len(failed) == len(plan.confirmed):

@@ -67,6 +67,23 @@ _MATERIALIZED = frozenset(
         *irx.STABLEHLO_COLLECTIVES,
     }
 )
+# ops that are not elementwise work XLA fuses with its neighbours: results of functions, loops and calls, and the
+# data movement and collectives of Shardy's plan
+_NOT_ELEMENTWISE = frozenset(
+    {
+        "func.return",
+        "func.call",
+        "stablehlo.return",
+        "stablehlo.while",
+        "stablehlo.optimization_barrier",
+        "sdy.return",
+        "sdy.sharding_constraint",
+        "sdy.reshard",
+        "stablehlo.reshape",
+        "stablehlo.iota",
+        "stablehlo.constant",
+    }
+)
 _IN_PLACE = frozenset({"stablehlo.dynamic_update_slice", "stablehlo.scatter", "stablehlo.while"})
 _EFFECTS = frozenset(
     {
@@ -171,6 +188,8 @@ class Machine:
         self._tpu = target.platform == "tpu"
         self._topology = Topology.from_devices(target.devices, hardware) if self._tpu else None
         self.torus_shape: tuple[int, ...] = self._topology.shape if self._topology is not None else ()
+        # slices joined by the data-center network (a multi-slice TPU target), 1 otherwise
+        self.slices = len(set(self._topology.slices.values())) if self._topology is not None else 1
 
     def __repr__(self) -> str:
         return f"Machine({self.target.name}, {self.hardware.name})"
@@ -392,14 +411,27 @@ class _Walker:
             self._texts[func] = found
         return found
 
+    def _result_texts(self, name: str) -> list[str | None]:
+        found = self._texts.get(name)
+        if found is None:
+            func = self.symbols[name]
+            found = [str(a[irx.SDY_SHARDING]) if irx.SDY_SHARDING in a else None for a in irx.value_attrs(func, "res")]
+            self._texts[name] = found
+        return found
+
     def parts(self, value: ir.Value) -> tuple[int, ...]:
         """How many ways each dimension of ``value`` is split (empty: replicated)."""
         if isinstance(value, ir.OpResult):
-            text = self._op_text(value.owner.operation)
+            op = value.owner.operation
+            text = self._op_text(op)
+            number = value.result_number
+            if text is None and op.name == "func.call":  # a call's results are sharded as its callee returns them
+                text = self._result_texts(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)[number]
+                number = 0
             if text is None:
                 return ()
             per_value = self._divisors(text)
-            number = value.result_number if text.startswith("#sdy.sharding_per_value") else 0
+            number = number if text.startswith("#sdy.sharding_per_value") else 0
         else:
             parent = value.owner.owner.operation
             number = ir.BlockArgument(value).arg_number
@@ -421,7 +453,12 @@ class _Walker:
         found = self._local.get(value)
         if found is None:
             t = value.type
-            if not isinstance(t, ir.RankedTensorType) or self.constant(value):
+            if (
+                not isinstance(t, ir.RankedTensorType)
+                or self.constant(value)
+                or self.expanded(value)
+                or self.fused(value)
+            ):
                 found = (0, 0.0)
             else:
                 elements = math.prod(self.dims(value))
@@ -432,6 +469,10 @@ class _Walker:
     def nbytes(self, value: ir.Value) -> int:
         return int(self.local(value)[1])
 
+    def held(self, value: ir.Value) -> int:
+        """Bytes ``value`` takes in memory: none where XLA fuses it into its readers (``fused``)."""
+        return 0 if self.fused(value) else self.nbytes(value)
+
     def dims(self, value: ir.Value) -> tuple[int, ...]:
         """The shape of the piece of ``value`` one device holds (a dimension split unevenly: its largest piece)."""
         parts = self.parts(value)
@@ -441,6 +482,42 @@ class _Walker:
         from shardkit.inspect.hlo import ArrayShape
 
         return ArrayShape(shardy.array_shape(value.type).dtype, self.dims(value))
+
+    def fused(self, value: ir.Value) -> bool:
+        """Whether ``value`` is an elementwise result that only elementwise ops and reductions read (in its own
+        block), which XLA fuses into one kernel with them instead of writing it out."""
+        if not isinstance(value, ir.OpResult):
+            return False
+        op = value.owner.operation
+        if op.name in _MATERIALIZED or op.regions or op.name in _NOT_ELEMENTWISE:
+            return False
+        uses = list(value.uses)
+        if not uses:
+            return False
+        for use in uses:
+            user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+            if user.name in _NOT_ELEMENTWISE or user.regions and user.name != "stablehlo.reduce":
+                return False
+            if user.name in _MATERIALIZED and user.name != "stablehlo.reduce":
+                return False
+            if user.parent != op.parent:
+                return False
+        return True
+
+    def expanded(self, value: ir.Value) -> bool:
+        """Whether ``value`` is a broadcast of a smaller value (or a call's result that its callee returns as one),
+        which XLA fuses into its users instead of writing out."""
+        if not isinstance(value, ir.OpResult):
+            return False
+        op = value.owner.operation
+        if op.name == "func.call":
+            callee = self.symbols[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
+            returned = _terminator(callee.regions[0].blocks[0]).operands[value.result_number]
+            return self.expanded(returned)
+        if op.name != "stablehlo.broadcast_in_dim":
+            return False
+        source = op.operands[0].type
+        return isinstance(source, ir.RankedTensorType) and 2 * math.prod(source.shape) <= math.prod(value.type.shape)
 
     def constant(self, value: ir.Value) -> bool:
         """Whether ``value`` is computed from constants alone (through any op without regions or effects, calls
@@ -584,14 +661,16 @@ class _Walker:
             elif name in irx.SDY_COLLECTIVES or name in irx.STABLEHLO_COLLECTIVES:
                 self.collective(op)
             flops += self._flops(op)
-            produced = sum(self.nbytes(r) for r in op.results if r in last or r in returned)  # XLA drops the rest
+            kept = [r for r in op.results if r in last or r in returned]  # XLA drops the rest
             if name in _MATERIALIZED:
-                accessed += self._traffic(op, produced) * self._mult
-            freed = sum(self.nbytes(v) for v in dying.get(i, ()))
+                accessed += self._traffic(op, sum(self.nbytes(r) for r in kept)) * self._mult
+            produced = sum(self.held(r) for r in kept)
+            freed = sum(self.held(v) for v in dying.get(i, ()))
+            grows = produced
             if name not in _MATERIALIZED or name in _IN_PLACE:
                 # fused elementwise chains, updates, calls and loops reuse the buffers of operands dying here
-                produced = max(0, produced - freed)
-            peak = max(peak, live + produced + inner_peak)
+                grows = max(0, produced - freed)
+            peak = max(peak, live + grows + inner_peak)
             live += produced - freed
         return flops, accessed, peak
 

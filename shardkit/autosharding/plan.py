@@ -1,11 +1,11 @@
 """A search's answer: the chosen layout, how to run it, every candidate evaluated, and why the winner won.
 
 ``Plan`` holds the chosen mesh and shardings (``in_shardings``, ``out_shardings`` and ``constraints``: the
-arguments held as storage shardings, written at Shardy priority 1), makes them a program (``jit()``,
-``lower()``), and reports: ``step_time`` and ``memory_per_device`` (XLA's compiled program for the target where
-the search confirmed the winner, the fast estimate otherwise), ``table()`` (every candidate with its modelled
-time, bytes and memory: text, ``to_json()``, ``save_image(path)``), and ``explain()`` (what the winner avoids or
-adds against the runner-up).
+arguments held as storage shardings, written at Shardy priority 1, and the layer boundaries constrained), makes
+them a program (``jit()``, ``lower()``), and reports: ``step_time`` and ``memory_per_device`` (XLA's compiled
+program for the target where the search confirmed the winner, the fast estimate otherwise), ``table()`` (every
+candidate with its modelled time, bytes and memory: text, ``to_json()``, ``save_image(path)``), and ``explain()``
+(what the winner avoids or adds against the runner-up).
 """
 
 from __future__ import annotations
@@ -63,13 +63,17 @@ class Confirmed:
 @dataclasses.dataclass(frozen=True)
 class Constraint:
     """What a plan writes into the program beyond its in and out shardings: an argument held as a storage
-    sharding (Shardy priority 1): split across the mesh as ``sharding`` says, gathered where it is used."""
+    sharding (Shardy priority 1): split across the mesh as ``sharding`` says, gathered where it is used
+    (``kind`` ``"stored"``); or a layer boundary, a value the loops carry, constrained at the start of each loop's
+    body (``"boundary"``: ``path`` is ``carry<shape x dtype>``)."""
 
     path: str
     sharding: Any
     kind: str = "stored"
 
     def __str__(self) -> str:
+        if self.kind == "boundary":
+            return f"{self.path}: {self.sharding.spec} at each loop's start (a layer boundary's constraint)"
         return f"{self.path}: {self.sharding.spec} stored (priority 1: gathered where used)"
 
 
@@ -84,6 +88,7 @@ class Plan:
         memory_limit: bytes per device the plan had to fit (None: no limit).
         search_seconds: wall time of the whole search (lowering, estimates, compiles).
         evaluations: candidates Shardy planned.
+        plan_seconds: of the search's wall time, what the Shardy plans of the candidates took (``where_time``).
     """
 
     def __init__(
@@ -102,6 +107,7 @@ class Plan:
         search_seconds: float,
         evaluations: int,
         out_tree: Any = None,
+        plan_seconds: float = 0.0,
     ):
         self.fun = fun
         self.out_tree = out_tree
@@ -118,6 +124,24 @@ class Plan:
         self._user_mesh = user_mesh
         self.search_seconds = search_seconds
         self.evaluations = evaluations
+        self.plan_seconds = plan_seconds
+
+    def where_time(self) -> dict[str, float]:
+        """Where the search's wall time went: ``'compiles'`` (the confirming compiles for the target), ``'plans'``
+        (Shardy's plans of the candidates, in the worker processes), ``'rest'`` (lowering, pricing, the rest)."""
+        compiles = sum(c.seconds for c in self.confirmed.values())
+        return {
+            "compiles": compiles,
+            "plans": self.plan_seconds,
+            "rest": max(0.0, self.search_seconds - compiles - self.plan_seconds),
+        }
+
+    def _took(self) -> str:
+        spent = self.where_time()
+        return (
+            f"{self.search_seconds:.1f} s (compiles {spent['compiles']:.1f} s, Shardy plans {spent['plans']:.1f} s, "
+            f"lowering and the rest {spent['rest']:.1f} s)"
+        )
 
     # -- the answer --------------------------------------------------------------------------------------
 
@@ -174,7 +198,8 @@ class Plan:
 
     @property
     def constraints(self) -> tuple[Constraint, ...]:
-        """The storage shardings the plan adds (module docstring): one per argument of a stored group."""
+        """What the plan writes beyond in and out shardings (module docstring): one storage sharding per argument
+        of a stored group, one constraint per layer boundary it chooses."""
         return self._constraints(self.chosen, self.mesh)
 
     def _constraints(self, c: Candidate, mesh: Any) -> tuple[Constraint, ...]:
@@ -186,6 +211,10 @@ class Plan:
             choice = c.layout[leaf.group] if leaf.group is not None else None
             if choice is not None and choice.storage and any(choice.spec):
                 out.append(Constraint(leaf.path, NamedSharding(mesh, P(*_partition(choice.spec)))))
+        for g in self.program.groups:
+            choice = c.layout[g.index]
+            if g.boundary and choice is not None:
+                out.append(Constraint(g.name, NamedSharding(mesh, P(*_partition(choice.spec))), "boundary"))
         return tuple(out)
 
     @property
@@ -228,7 +257,8 @@ class Plan:
 
         mesh = mesh_for(c, self._user_mesh, local=local)
         stored = [leaf.index for leaf in self.program.leaves if _stored(c, leaf)]
-        if stored and isinstance(mesh, AbstractMesh):  # priorities are written into a lowering for devices
+        boundaries = self.program.boundary_constraints(c.layout)
+        if (stored or boundaries) and isinstance(mesh, AbstractMesh):  # written into a lowering for devices
             mesh = self.machine.target.mesh(mesh)
         jitted = jit(
             self.fun,
@@ -236,7 +266,7 @@ class Plan:
             out_shardings=_tree_of_outputs(self, c, mesh),
             donate_argnums=self.donate_argnums,
         )
-        return PlannedJit(jitted, stored) if stored else jitted
+        return PlannedJit(jitted, stored, boundaries) if stored or boundaries else jitted
 
     def lower(self) -> Any:
         """The plan lowered for the function's arguments (or, for a module, the module with the plan written in):
@@ -297,7 +327,7 @@ class Plan:
             lines.append(f"  {constraint}")
         lines.append(
             f"  searched {len(self.candidates)} candidates ({self.evaluations} Shardy plans, "
-            f"{len(self.confirmed)} compiled) in {self.search_seconds:.1f} s"
+            f"{len(self.confirmed)} compiled) in {self._took()}"
         )
         return "\n".join(lines) + "\n"
 
@@ -307,19 +337,32 @@ class Plan:
 
 class PlannedJit:
     """``sk.jit`` of a function with a plan's shardings whose lowering also stores some arguments (Shardy
-    priority 1 on their sharded dimensions), which ``in_shardings`` cannot say; called, it compiles once per
-    argument signature."""
+    priority 1 on their sharded dimensions) or constrains layer boundaries (a constraint at the start of a loop's
+    body), which ``in_shardings`` cannot say; called, it compiles once per argument signature."""
 
-    def __init__(self, jitted: Any, stored: Sequence[int]):
+    def __init__(
+        self,
+        jitted: Any,
+        stored: Sequence[int],
+        boundaries: Sequence[tuple[tuple[tuple[int, int], ...], Spec]] = (),
+    ):
         self.jitted = jitted
         self.stored = tuple(stored)
+        self.boundaries = tuple(boundaries)
         self._compiled: dict[Any, Any] = {}
 
     def lower(self, *args: Any) -> Any:
-        from shardkit.autosharding.program import with_priorities
+        from shardkit.autosharding.program import constrain_boundaries, with_priorities
+        from shardkit.dialects import irx
 
         lowered = self.jitted.lower(*args)
-        return lowered.with_module(with_priorities(lowered.compiler_ir(), self.stored))
+        module = with_priorities(lowered.compiler_ir(), self.stored)
+        if self.boundaries:
+            names = [n for n, m in irx.meshes(module).items() if m.axes]
+            if not names:
+                raise ValueError("a plan's layer boundaries need the mesh its shardings name; the lowering has none")
+            constrain_boundaries(module, names[0], self.boundaries)
+        return lowered.with_module(module)
 
     def __call__(self, *args: Any) -> Any:
         import jax
@@ -332,7 +375,10 @@ class PlannedJit:
         return compiled(*args)
 
     def __repr__(self) -> str:
-        return f"<PlannedJit of {self.jitted!r}, {len(self.stored)} stored arguments>"
+        return (
+            f"<PlannedJit of {self.jitted!r}, {len(self.stored)} stored arguments, "
+            f"{len(self.boundaries)} layer boundaries>"
+        )
 
 
 def mesh_for(c: Candidate, user_mesh: Any, *, local: bool = False) -> Any:
@@ -441,6 +487,7 @@ class CandidateTable:
             "devices": p.machine.devices,
             "memory_limit": p.memory_limit,
             "search_seconds": p.search_seconds,
+            "search_seconds_by_part": p.where_time(),
             "evaluations": p.evaluations,
             "candidates": self.rows(),
         }

@@ -5,7 +5,9 @@ it, every other argument has none (Shardy reads that as fully open) and the resu
 that module with a mesh declared (unless the program has its own) and the free arguments' ``sdy.sharding``
 written (``instance``): a bytecode copy and a few attributes, no tracing. A module from a file
 (``from_module``) is searched the same way: its arguments without a sharding, or with every dimension open
-(``{?}``), are free.
+(``{?}``), are free. The values the loops of ``@main`` carry between iterations (a scanned layer's activations)
+are free too, as layer boundaries (``space``): a candidate that chooses one constrains it at the start of each
+loop's body.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import io
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +35,7 @@ class Program:
     Attributes:
         module: the lowered module (shared: ``instance`` copies it).
         leaves: one per argument of ``@main``.
-        groups: the free leaves' sharding decisions.
+        groups: the free leaves' sharding decisions, then the layer boundaries'.
         results: per result of ``@main``, its path (``jax.result_info``) and shape.
         mesh: the mesh the program fixes (a sharding the user gave, or a constraint in the body names it), with
             its symbol; None when the search chooses the mesh.
@@ -76,7 +79,60 @@ class Program:
                 else:
                     attrs[leaf.index][irx.SDY_SHARDING] = sharding_attr(name, choice.spec, choice.storage)
             irx.set_value_attrs(main, "arg", attrs)
+            constrain_boundaries(module, name, self.boundary_constraints(layout))
         return module
+
+    def boundary_constraints(self, layout: Sequence[Choice | None]) -> list[tuple[tuple[tuple[int, int], ...], Spec]]:
+        """Per layer boundary the layout constrains: its sites and its spec."""
+        return [(g.sites, layout[g.index].spec) for g in self.groups if g.boundary and layout[g.index] is not None]
+
+
+def boundaries(module: ir.Module) -> list[tuple[int, int, tuple[int, ...], str, float]]:
+    """The layer boundaries of a module (``space``): per value, (loop of ``@main``, its operand, shape, dtype,
+    bytes per element). A loop whose trip count is not jax's counted form has none."""
+    from shardkit.inspect.shardy import trip_count
+
+    out = []
+    for n, loop in enumerate(_loops(module)):
+        trips = trip_count(loop)
+        if trips is None or trips < 2:
+            continue
+        body = loop.regions[1].blocks[0]
+        returned = list(body.operations)[-1].operands
+        for k, value in enumerate(loop.operands):
+            t = value.type
+            if not isinstance(t, ir.RankedTensorType) or t.rank < 2 or t.shape[0] == trips:
+                continue  # a scalar or vector, or stacked over the iterations
+            if returned[k] == body.arguments[k]:
+                continue  # carried unchanged
+            dtype, itemsize = element_type(t)
+            out.append((n, k, tuple(t.shape), dtype, itemsize))
+    return out
+
+
+def _loops(module: ir.Module) -> list[ir.Operation]:
+    main = ir.SymbolTable(module.operation)["main"]
+    return [op.operation for op in main.regions[0].blocks[0].operations if op.operation.name == "stablehlo.while"]
+
+
+def constrain_boundaries(
+    module: ir.Module, mesh_name: str, constraints: Sequence[tuple[tuple[tuple[int, int], ...], Spec]]
+) -> ir.Module:
+    """``module`` (edited in place) with each layer boundary constrained at the start of its loop's body."""
+    if not constraints:
+        return module
+    from jaxlib.mlir.dialects import sdy
+
+    loops = _loops(module)
+    with module.context, ir.Location.unknown():
+        for sites, spec in constraints:
+            for n, k in sites:
+                body = loops[n].regions[1].blocks[0]
+                value = body.arguments[k]
+                with ir.InsertionPoint.at_block_begin(body):
+                    constraint = sdy.ShardingConstraintOp(value, sharding_attr(mesh_name, spec))
+                value.replace_all_uses_except(constraint.result, constraint.operation)
+    return module
 
 
 def _rebuild(data: bytes, *fields: Any) -> Program:
@@ -194,6 +250,7 @@ def _program(module: ir.Module, paths: Sequence[str], keys: Sequence[str | None]
         leaves.append(Leaf(i, path, shape, dtype, itemsize, spec))
         tie.append(None if key is None else (key, shape, dtype))
     leaves, groups = group_leaves(leaves, tie)
+    groups += _boundary_groups(module, len(groups))
     results = []
     for t, attrs in zip(irx.value_types(main, "res"), irx.value_attrs(main, "res")):
         info = attrs.get("jax.result_info")
@@ -201,6 +258,20 @@ def _program(module: ir.Module, paths: Sequence[str], keys: Sequence[str | None]
         results.append((path, irx.shape(t)))
     donated = tuple("jax.buffer_donor" in a or "tf.aliasing_output" in a for a in arg_attrs)
     return Program(module, tuple(leaves), tuple(groups), tuple(results), mesh, donated)
+
+
+def _boundary_groups(module: ir.Module, first: int) -> list[Group]:
+    """One group per shape and dtype of the module's layer boundaries (a layer's activations forward and their
+    gradient back share one), numbered from ``first``."""
+    by_type: dict[tuple, list[tuple[int, int]]] = {}
+    sizes = {}
+    for n, k, shape, dtype, itemsize in boundaries(module):
+        by_type.setdefault((shape, dtype), []).append((n, k))
+        sizes[(shape, dtype)] = int(math.prod(shape) * itemsize)
+    return [
+        Group(first + i, f"carry<{'x'.join(map(str, shape))}x{dtype}>", shape, (), sizes[(shape, dtype)], tuple(sites))
+        for i, ((shape, dtype), sites) in enumerate(by_type.items())
+    ]
 
 
 def _parameter_names(fun: Callable, count: int) -> list[str]:
@@ -228,26 +299,34 @@ def element_type(type_: ir.Type) -> tuple[str, float]:
 
 def with_priorities(module: ir.Module, stored: Sequence[int]) -> ir.Module:
     """``module`` (edited in place and returned) with the sharded dimensions of the arguments ``stored`` at
-    Shardy priority 1: held split, gathered where used."""
+    Shardy priority 1: held split, gathered where used; and, where any is stored, the results' too (``written``)."""
     main = ir.SymbolTable(module.operation)["main"]
-    attrs = irx.value_attrs(main, "arg")
     with module.context:
-        for i in stored:
-            attr = attrs[i].get(irx.SDY_SHARDING)
-            if attr is None:
-                continue
-            sharding = SdyTensorSharding.from_attr(attr)
-            dims = tuple(dataclasses.replace(d, priority=1) if d.axes else d for d in sharding.dims)
-            attrs[i][irx.SDY_SHARDING] = dataclasses.replace(sharding, dims=dims).build()
-        irx.set_value_attrs(main, "arg", attrs)
+        for kind, which in (("arg", set(stored)), ("res", None)):
+            attrs = irx.value_attrs(main, kind)
+            for i, value in enumerate(attrs):
+                attr = value.get(irx.SDY_SHARDING)
+                if attr is None or not stored or (which is not None and i not in which):
+                    continue
+                sharding = SdyTensorSharding.from_attr(attr)
+                dims = tuple(dataclasses.replace(d, priority=1) if d.axes else d for d in sharding.dims)
+                value[irx.SDY_SHARDING] = dataclasses.replace(sharding, dims=dims).build()
+            irx.set_value_attrs(main, kind, attrs)
     return module
 
 
 def written(program: Program, candidate: Any) -> ir.Module:
     """The program's module with a candidate written in: its mesh, every free argument's sharding (a stored one
-    at priority 1, an open one as Shardy chose it) and every result's sharding as Shardy chose it."""
+    at priority 1, an open one as Shardy chose it), its layer boundaries' constraints and every result's sharding
+    as Shardy chose it. Where an argument
+    is stored, the results are written at its priority too: the estimate planned them open, so at priority 0 they
+    would steer XLA's propagation ahead of the batch (an updated parameter's storage sharding carried back through
+    its gradient into the activations) where the estimate's did not."""
     layout = []
     for g, choice in enumerate(candidate.layout):
+        if choice is None and program.groups[g].boundary:  # an open boundary stays unconstrained
+            layout.append(None)
+            continue
         if choice is None:  # what propagation gave the group's first leaf
             leaf = next(x for x in program.leaves if x.group == g)
             spec = candidate.reading.in_specs[leaf.index]
@@ -257,10 +336,11 @@ def written(program: Program, candidate: Any) -> ir.Module:
     name = program.mesh[0] if program.mesh is not None else MESH
     main = ir.SymbolTable(module.operation)["main"]
     results = irx.value_attrs(main, "res")
+    stored = any(choice is not None and choice.storage and any(choice.spec) for choice in layout)
     with module.context:
         for attrs, spec in zip(results, candidate.reading.out_specs):
             if spec is not None:
-                attrs[irx.SDY_SHARDING] = sharding_attr(name, spec)
+                attrs[irx.SDY_SHARDING] = sharding_attr(name, spec, storage=stored)
         irx.set_value_attrs(main, "res", results)
         irx.set_value_attrs(main, "arg", _donors_where_layouts_differ(irx.value_attrs(main, "arg"), results))
     return module

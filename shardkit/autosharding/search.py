@@ -2,20 +2,25 @@
 
 A state is a mesh and a layout (per group: open, or per dimension the mesh axes that split it). A *move*
 changes one group on one mesh axis: the axis leaves the group, or shards another of its dimensions, or the
-group goes open (Shardy's propagation decides) or closed and replicated. The search descends by moves, each
-round in two steps: every move from the current state is evaluated (independent candidates, evaluated
-together), then the best move of each group that gained is applied at once and kept if it beats the best
-single move (else only that one is kept). Rounds repeat until no move gains 0.2%.
+group goes open (Shardy's propagation decides) or closed and replicated (a layer boundary's group likewise:
+constrained or open, never stored). The search descends by moves, each round in two steps: every move from the
+current state is evaluated (independent candidates, evaluated together), then the best move of each group that
+gained is applied at once and kept if it beats the best single move (else only that one is kept). Rounds repeat
+until no move gains 0.2%.
 
 1. **One axis.** The descent runs first on the mesh with one axis over every device, from every group open:
    what to split at all (the batch of a training step, then its parameters and optimizer state: data
-   parallelism, then ZeRO/FSDP, come out of the moves, not out of a recipe).
+   parallelism, then ZeRO/FSDP, come out of the moves, not out of a recipe). When everything open is over the
+   memory limit (a model whose replicated state alone does not fit), it starts instead from every large group
+   stored over the axis (ZeRO-3's layout), if that is better: one move at a time cannot climb out of that hole.
 2. **Layouts on every mesh.** That layout is priced on every mesh of the target's device count with its axis
    replaced by all of the mesh's axes (the same sharding, laid onto the torus another way; a Shardy plan names
    axes, so this needs no new plan).
 3. **More axes.** On the best of those meshes, and on the mesh whose axes match the torus's own dimensions,
    the descent continues with the minor axes free to move away from the major one (a second and third axis for
-   another dimension: tensor, sequence or expert parallelism, and their mixes with the first).
+   another dimension: tensor, sequence or expert parallelism, and their mixes with the first). On a target of
+   several slices that mesh's major axis is the slices' (the data-center network between them) and every axis is
+   free: storage can leave the slow axis, as data parallelism across slices and FSDP inside each does.
 
 Every candidate is kept with its estimate; candidates over the memory limit rank after every one that fits,
 the smallest footprint first. A program whose mesh is fixed (the user's shardings name one) is searched on
@@ -87,8 +92,9 @@ class Search:
         self.machine = machine
         self.limit = memory_limit
         self._evaluate = evaluate or _serial(program)
-        total = sum(g.nbytes for g in program.groups) or 1
-        self.big = {g.index for g in program.groups if g.nbytes >= STORED * total}
+        arguments = [g for g in program.groups if not g.boundary]
+        total = sum(g.nbytes for g in arguments) or 1
+        self.big = {g.index for g in arguments if g.nbytes >= STORED * total}  # the groups that may be stored
         self.worse: dict[tuple[int, Choice | None], float] = {}  # (group, choice) -> its step over the state's
         self.readings: dict[tuple, Reading | Exception] = {}
         self.candidates: dict[tuple, Candidate] = {}
@@ -218,14 +224,13 @@ class Search:
     def run(self, meshes: Sequence[MeshShape] | None) -> list[Candidate]:
         """Searches the given meshes (None: every mesh of the target's device count) and returns every candidate,
         best first."""
-        empty: Layout = tuple(None for _ in self.program.groups)
         if meshes is not None and len(meshes) == 1:
             mesh = meshes[0]
-            self.descend(mesh, empty, mesh.names, "given mesh")
+            self.descend(mesh, self.start(mesh, "given mesh"), mesh.names, "given mesh")
             return self.ranked()
         all_meshes = list(meshes) if meshes is not None else mesh_shapes(self.machine.devices)
         flat = next((m for m in all_meshes if len(m.names) == 1), None) or MeshShape(("x",), (self.machine.devices,))
-        first = self.descend(flat, empty, flat.names, "one axis")
+        first = self.descend(flat, self.start(flat, "one axis"), flat.names, "one axis")
         if first is None:
             return self.ranked()
         # 2. the one-axis layout on every mesh (priced from the same plan where it names whole axes)
@@ -241,8 +246,30 @@ class Search:
         aligned = self.torus_aligned(all_meshes)
         chosen = [c for c in spread if c.mesh in aligned] or spread[:1]
         for c in chosen:
-            self.descend(c.mesh, c.layout, c.mesh.names[1:], "more axes")
+            across = self.machine.slices > 1 and c.mesh.sizes[0] == self.machine.slices
+            # across slices every axis is free: a layout may leave the slices' axis (the data-center network)
+            self.descend(c.mesh, c.layout, c.mesh.names if across else c.mesh.names[1:], "more axes")
         return self.ranked()
+
+    def start(self, mesh: MeshShape, found: str) -> Layout:
+        """Where a descent starts: every decision open, or, when that is over the memory limit, the better of it and
+        every large decision stored over all of ``mesh``'s axes on its largest dimension they divide (ZeRO-3's
+        layout: from everything replicated, one move at a time cannot reach a program that fits)."""
+        empty: Layout = tuple(None for _ in self.program.groups)
+        (open_,) = self.evaluate([(mesh, empty)], found)
+        if open_ is None or self.limit is None or open_.estimate.peak <= self.limit:
+            return empty
+        sizes = dict(mesh.axes)
+        stored = []
+        for g, group in enumerate(self.program.groups):
+            dims = [d for d in range(len(group.shape)) if _divides(group.shape[d : d + 1], (mesh.names,), sizes)]
+            if g not in self.big or not dims:
+                stored.append(None)
+                continue
+            d = max(dims, key=lambda d: group.shape[d])
+            stored.append(Choice(tuple(mesh.names if i == d else () for i in range(len(group.shape))), storage=True))
+        (seed,) = self.evaluate([(mesh, tuple(stored))], found)
+        return tuple(stored) if seed is not None and self.better(seed, open_) else empty
 
     def spread(self, one: Candidate, mesh: MeshShape) -> Candidate | None:
         """``one``'s layout (on a one-axis mesh) with its axis replaced by all of ``mesh``'s axes."""
@@ -263,8 +290,11 @@ class Search:
         return self.priced(mesh, layout, self.readings[(mesh, layout)], "on every mesh")
 
     def torus_aligned(self, meshes: Sequence[MeshShape]) -> list[MeshShape]:
-        """The meshes whose axes are the target's torus dimensions (in order), when it has any."""
+        """The meshes whose axes are the target's torus dimensions (in order), when it has any; on several slices,
+        the slices' axis first (the target lays a mesh's major axis across its slices)."""
         dims = self.machine.torus_shape
+        if dims and self.machine.slices > 1:
+            dims = (self.machine.slices, *dims)
         return [m for m in meshes if dims and len(m.sizes) > 1 and m.sizes == dims]
 
     def ranked(self) -> list[Candidate]:
@@ -335,6 +365,10 @@ def describe(c: Candidate, program: Program) -> str:
     parts = []
     for g, choice in zip(program.groups, c.layout):
         name = g.name.split(" ")[0]
+        if g.boundary:
+            if choice is not None:
+                parts.append(f"{name}: {spec_text(choice)} (constraint)")
+            continue
         if choice is not None:
             if any(choice.spec):
                 parts.append(f"{name}: {spec_text(choice)}")

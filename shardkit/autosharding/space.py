@@ -9,6 +9,11 @@
   ``v['w1']``) are tied: one decision for the group, as the values they hold are updated together and a layout
   that splits them only adds reshards. Whole arguments are never tied (``f(x, w)`` with equal shapes keeps two
   decisions).
+- **Layer boundaries.** A value a loop of ``@main`` carries from one iteration to the next (a scanned layer's
+  activations, their gradient on the way back) is a decision too, one per shape and dtype: a constraint at the
+  start of the loop's body (``sdy.sharding_constraint``), or open. Only rank-2 or larger values that change each
+  iteration and are not stacked over the iterations (a leading dimension of the trip count: the scanned weights,
+  the saved residuals) are boundaries; a boundary is never stored.
 - **A layout** gives each group either ``OPEN`` (Shardy's propagation decides) or a ``Choice``: per dimension,
   the mesh axes that split it (major first), and whether it is a storage sharding (held split, gathered where it
   is used: ZeRO/FSDP) or one the computation follows.
@@ -128,7 +133,13 @@ class Group:
     name: str
     shape: tuple[int, ...]
     leaves: tuple[int, ...]
-    nbytes: int  # of all its leaves
+    nbytes: int  # of all its leaves (of a boundary: of the value, once)
+    sites: tuple[tuple[int, int], ...] = ()  # a layer boundary's: (loop of @main, its carried value)
+
+    @property
+    def boundary(self) -> bool:
+        """Whether the group is an intermediate at a layer boundary (a loop's carried value), not arguments."""
+        return bool(self.sites)
 
     def __str__(self) -> str:
         return self.name

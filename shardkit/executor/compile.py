@@ -9,7 +9,7 @@ passes rewrote from one form to the other still compiles correctly.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax.extend.backend
@@ -32,17 +32,22 @@ def compile_options(
     in_specified: Sequence[bool],
     out_specified: Sequence[bool],
     auto_mesh: Sequence[int] | None = None,
+    overrides: Mapping[str, str | bool] | None = None,
 ) -> _jaxlib.CompileOptions:
     """jax's flag-derived options (public ``jax.extend``) with SPMD partitioning over ``devices``.
 
     Where a sharding was left to the compiler (None), XLA may choose it (``allow_spmd_sharding_propagation``).
     ``devices`` must be jax Devices of one backend, at least one (XLA aborts the process on an empty assignment).
     ``auto_mesh``: turn on XLA's auto-sharding over a mesh of that shape, partitions in row-major order (GSPMD
-    only: with Shardy XLA aborts the process, so that is a ValueError here).
+    only: with Shardy XLA aborts the process, so that is a ValueError here). ``overrides``: compiler options by
+    name, as ``jax.stages.Lowered.compile(compiler_options=...)`` passes them (XLA's debug options, a backend's
+    own flags: ``xla_tpu_enable_async_collective_fusion``).
     """
     devices = check_devices(devices, "The devices to compile for")
     ids = np.array([[d.id for d in devices]])
-    options = jax.extend.backend.get_compile_options(num_replicas=1, num_partitions=len(devices), device_assignment=ids)
+    options = jax.extend.backend.get_compile_options(
+        num_replicas=1, num_partitions=len(devices), device_assignment=ids, env_options_overrides=_checked(overrides)
+    )
     build = options.executable_build_options
     build.use_spmd_partitioning = True
     build.use_shardy_partitioner = shardy
@@ -60,6 +65,20 @@ def compile_options(
     return options
 
 
+def _checked(overrides: Mapping[str, str | bool] | None) -> dict[str, str | bool] | None:
+    if overrides is None:
+        return None
+    if not isinstance(overrides, Mapping):
+        raise TypeError(f"compiler_options must be a mapping of option names to values, got {overrides!r}.")
+    for name, value in overrides.items():
+        if not isinstance(name, str) or not isinstance(value, (str, bool, int, float)):
+            raise TypeError(
+                f"compiler_options must map option names (str) to str, bool, int or float values, got {name!r}: "
+                f"{value!r}."
+            )
+    return {name: value if isinstance(value, (str, bool)) else str(value) for name, value in overrides.items()} or None
+
+
 def _refused(lowered: LoweredModule, error: Exception) -> memory.MemoryReport:
     """The memory report of a program XLA refused for want of memory, from Shardy's propagated plan (of its Shardy
     form, for a program compiled in the GSPMD form)."""
@@ -74,9 +93,14 @@ def _refused(lowered: LoweredModule, error: Exception) -> memory.MemoryReport:
     )
 
 
-def compile_lowered(lowered: LoweredModule, auto_mesh: Sequence[int] | None = None) -> Any:
-    """The loaded executable of ``lowered`` (in-memory cache per module, then the persistent cache); with
-    ``auto_mesh``, XLA's auto-sharding on (``compile_options``), the result not kept in the module's cache."""
+def compile_lowered(
+    lowered: LoweredModule,
+    auto_mesh: Sequence[int] | None = None,
+    overrides: Mapping[str, str | bool] | None = None,
+) -> Any:
+    """The loaded executable of ``lowered`` (in-memory cache per module and compiler options, then the persistent
+    cache); with ``auto_mesh``, XLA's auto-sharding on (``compile_options``), the result not kept in the module's
+    cache."""
     devices = lowered.device_assignment
     if devices is None:
         raise ValueError(
@@ -84,7 +108,10 @@ def compile_lowered(lowered: LoweredModule, auto_mesh: Sequence[int] | None = No
             "for. Compile it for a target (compile(target='cpu') or e.g. 'tpu-v5e:4x4'), or lower it with concrete "
             "shardings or inside `with mesh:` for a mesh of that shape."
         )
-    exe = lowered.executables.get(devices) if auto_mesh is None else None
+    _check_platform(lowered, devices)
+    options = _checked(overrides)
+    memo = (devices, tuple(sorted(options.items())) if options else ())
+    exe = lowered.executables.get(memo) if auto_mesh is None else None
     if exe is not None:
         return exe
     if len(devices) != lowered.num_partitions:
@@ -101,6 +128,7 @@ def compile_lowered(lowered: LoweredModule, auto_mesh: Sequence[int] | None = No
         in_specified=[s is not None for s in lowered.in_shardings],
         out_specified=[s is not None for s in lowered.out_shardings],
         auto_mesh=auto_mesh,
+        overrides=options,
     )
     callbacks = list(lowered.effects.host_callbacks)  # the module names them by index; XLA needs them to run it
     directory = None if lowered.target else cache.cache_dir()  # the persistent cache holds runnable programs
@@ -119,5 +147,18 @@ def compile_lowered(lowered: LoweredModule, auto_mesh: Sequence[int] | None = No
         if key is not None:
             cache.store(directory, key, exe)
     if auto_mesh is None:
-        lowered.executables[devices] = exe
+        lowered.executables[memo] = exe
     return exe
+
+
+def _check_platform(lowered: LoweredModule, devices: Sequence[Any]) -> None:
+    """A body jax lowered for another platform (``jit(platform=...)``) compiles only for devices of that one."""
+    wanted = lowered.platform
+    if wanted is None:
+        return
+    have = devices[0].platform
+    if have != wanted and not (have == "gpu" and wanted in ("cuda", "rocm")):
+        raise ValueError(
+            f"{lowered.name} was lowered for platform {wanted!r} (jit's platform), but the devices it compiles for "
+            f"are {have} devices; compile it for a {wanted} target (compile(target=...)) or lower it for {have}."
+        )

@@ -18,8 +18,10 @@ spec                 devices                                      example
 ==================== ============================================ ======================================
 
 Binding: a program's mesh is laid onto a TPU target's chips by jax's ``mesh_utils.create_device_mesh``, the
-layout ``jax.make_mesh`` gives on that slice (each mesh axis along physical torus axes where the shapes allow),
-and in device order where it finds none; on ``cpu:N`` in device order.
+layout ``jax.make_mesh`` gives on that slice (each mesh axis along physical torus axes where the shapes allow); on
+several slices by ``create_hybrid_device_mesh``, the first axis the slice count divides running across the slices
+(the data-center network) and the rest inside each; in device order where neither finds a layout; on ``cpu:N`` in
+device order.
 """
 
 from __future__ import annotations
@@ -54,8 +56,15 @@ _SPEC = re.compile(
 )
 # libtpu looks for the TPU host it runs on at load (metadata server, worker names, accelerator type) and logs an
 # error for each on a machine without TPUs; compiling for a topology needs none of them (the output is the same).
-# Set only once jax's own backend is up, so they never reach a real TPU host's libtpu.
-_NO_TPU_HOST = {"TPU_SKIP_MDS_QUERY": "1", "TPU_WORKER_HOSTNAMES": "localhost", "TPU_ACCELERATOR_TYPE": "v5litepod-4"}
+# It also takes a machine-wide lock (/tmp/libtpu_lockfile) for the process's life, which would keep a second
+# process from compiling for a target while a first one (a long compile, a test run) holds it. Set only once jax's
+# own backend is up, so they never reach a real TPU host's libtpu.
+_NO_TPU_HOST = {
+    "TPU_SKIP_MDS_QUERY": "1",
+    "TPU_WORKER_HOSTNAMES": "localhost",
+    "TPU_ACCELERATOR_TYPE": "v5litepod-4",
+    "ALLOW_MULTIPLE_LIBTPU_LOAD": "1",
+}
 MAX_CPU_DEVICES = _jaxlib.MAX_VIRTUAL_CPU_DEVICES
 MAX_TPU_DEVICES = 65536  # above the largest multi-slice jobs published (about 50,000 chips); libtpu would make
 # as many devices as asked (262,144 for tpu-v5p:64x64x64) and a compile for them would not end in useful time
@@ -87,8 +96,16 @@ class Target:
         if self.platform == "tpu":
             from jax.experimental import mesh_utils
 
+            slices = len({getattr(d, "slice_index", 0) for d in self.devices})
             try:
-                grid = mesh_utils.create_device_mesh(shape, list(self.devices))
+                if slices > 1:  # the first axis the slices divide runs across them, the rest inside each
+                    axis = next((i for i, n in enumerate(shape) if n % slices == 0), None)
+                    if axis is not None:
+                        dcn = tuple(slices if i == axis else 1 for i in range(len(shape)))
+                        ici = tuple(n // d for n, d in zip(shape, dcn))
+                        grid = mesh_utils.create_hybrid_device_mesh(ici, dcn, list(self.devices))
+                else:
+                    grid = mesh_utils.create_device_mesh(shape, list(self.devices))
             except (ValueError, NotImplementedError, AssertionError):  # no physical layout of this shape
                 grid = None
         if grid is None:

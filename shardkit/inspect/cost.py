@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from shardkit.inspect import hlo, locations, xla
+from shardkit.inspect import hlo, locations, schedule as schedule_, xla
 from shardkit.inspect.units import aligned, describe_loops, human_bytes
 
 # The keys of XLA's cost analysis that loop bodies scale; every other key is XLA's alone (``ProgramCost.xla``).
@@ -122,6 +122,7 @@ class ProgramCost(Mapping[str, float]):
             each loop body's own (module docstring).
         xla: XLA's cost analysis as XLA reports it (each loop body once), every key.
         loops: each while loop the program runs, in program order.
+        schedule: XLA's schedule of the program, op by op, for the time model (``schedule.read``).
 
     Examples:
         >>> def f(ws, x):
@@ -139,6 +140,7 @@ class ProgramCost(Mapping[str, float]):
     bytes_accessed: float
     xla: Mapping[str, float] = dataclasses.field(repr=False)
     loops: tuple[LoopCost, ...] = ()
+    schedule: tuple[schedule_.Op, ...] = dataclasses.field(default=(), repr=False)
 
     def __getitem__(self, key: str) -> float:
         if key not in KEYS:
@@ -196,7 +198,8 @@ def program_cost(module: Any, xla_cost: Mapping[str, float]) -> ProgramCost:
     counter = _Counter(hlo.computations(text))
     frames = hlo.stack_frames(text)
     loops = []
-    for loop in xla.while_loops(module, text):
+    found = xla.while_loops(module, text)
+    for loop in found:
         inst = loop.instruction
         meta = hlo.metadata(inst)
         frame = hlo.source(meta, frames)
@@ -208,7 +211,8 @@ def program_cost(module: Any, xla_cost: Mapping[str, float]) -> ProgramCost:
     for loop in loops:
         for i, own in enumerate((loop.flops, loop.transcendentals, loop.bytes_accessed)):
             totals[i] += (loop.runs - 1) * own
-    return ProgramCost(*totals, xla=dict(xla_cost), loops=tuple(loops))
+    trips = {loop.instruction.name: loop.loops[-1] for loop in found}
+    return ProgramCost(*totals, xla=dict(xla_cost), loops=tuple(loops), schedule=schedule_.read(text, counter, trips))
 
 
 Cost = tuple[float, float, float]  # flops, transcendentals, bytes accessed

@@ -20,6 +20,10 @@ slices, GPU InfiniBand between nodes), and the latencies of both. Every number c
   protocol overhead (~20%) NCCL can get an effective NVLink bandwidth of 370GB/s".
 - [NCCL-TUNING] NVIDIA/nccl ``src/graph/tuning.cc`` (NCCL's own cost model): ring / Simple protocol base
   latency 8.4 us, per-step latency 3.4 us over NVLink and 14 us over the network.
+- [PALLAS-MATMUL] jax's Pallas TPU matmul guide, https://docs.jax.dev/en/latest/pallas/tpu/matmul.html (the
+  notebook ``docs/pallas/tpu/matmul.ipynb`` in jax-ml/jax, its recorded outputs on a TPU v5e): XLA's bf16 matmuls
+  of 1024^3, 4096^3 and 8192^3 timed at 119.4 us, 827.3 us and 6,047.1 us (``timeit`` with
+  ``block_until_ready``, dispatch included). The TPU profiles' matmul efficiency is fitted to them.
 
 A ``Topology`` places device ids on chips: torus coordinates, which torus dimensions wrap around, the slice
 each device is in (TPU), or the node (GPU).
@@ -55,6 +59,9 @@ class Hardware:
         network_hop_latency: cost of one ring step over the slow network, seconds (0 where unpublished).
         node_size: GPUs per NVLink domain; 0 for TPUs.
         device_kinds: jax ``Device.device_kind`` values of this chip, to recognise devices.
+        matmul_efficiency: the fraction of ``flops`` a large matmul reaches (the time model's matmul ops run at
+            ``flops * matmul_efficiency``).
+        clock: a TPU core's clock, cycles per second (to read XLA's TPU compiler's estimates in cycles); 0 for GPUs.
     """
 
     name: str
@@ -71,6 +78,8 @@ class Hardware:
     network_hop_latency: float
     node_size: int = 0
     device_kinds: tuple[str, ...] = ()
+    matmul_efficiency: float = 1.0
+    clock: float = 0.0
 
     def wraps(self, shape: Sequence[int]) -> tuple[bool, ...]:
         """Which dimensions of a slice of ``shape`` chips have wraparound links [SB-TPU]: v5e and v6e on a
@@ -108,6 +117,24 @@ _TPU_HOP, _TPU_FIXED = (
     float(v) for v in np.polyfit([h for h, _, _ in _V5E_SMALL_GATHERS], [t - x for _, t, x in _V5E_SMALL_GATHERS], 1)
 )  # 1.62 us per hop, 0.94 us per collective
 
+# What fraction of the bf16 peak XLA's matmuls reach on TPU: the least-squares line, time against ideal time at the
+# peak, through XLA's measured square matmuls on TPU v5e [PALLAS-MATMUL]; its intercept is the measurement's
+# dispatch (about 97 us), its slope the inverse of the efficiency (0.94). Measured on v5e only; the other TPU
+# profiles (the same 128x128 MXUs and XLA's same matmul emitter) take it too.
+_V5E_MATMULS = ((1024, 119.4e-6), (4096, 827.3e-6), (8192, 6047.1e-6))  # (n of an n^3 bf16 matmul, seconds)
+_SLOPE, V5E_DISPATCH = (
+    float(v) for v in np.polyfit([2 * n**3 / 1.97e14 for n, _ in _V5E_MATMULS], [t for _, t in _V5E_MATMULS], 1)
+)  # V5E_DISPATCH: the measurement's own cost per call (97 us), no part of a program's step
+_TPU_MATMUL = 1 / _SLOPE
+
+
+def _clock(flops: float, cores: int, mxus: int, side: int) -> float:
+    """A TPU core's clock from its chip's bf16 peak [SB-TPU]: each MXU does a ``side x side`` multiply-add per cycle
+    (the book: one ``bf16[8,128] @ bf16[128,128]`` every 8 cycles; v5e's "5e13 bf16 FLOPs/s per MXU at 1.5GHz"),
+    4 MXUs a core, 2 cores on a v4 or v5p chip (megacore), 256-wide MXUs on v6e."""
+    return flops / (cores * mxus * 2 * side * side)
+
+
 PROFILES: dict[str, Hardware] = {
     h.name: h
     for h in (
@@ -125,6 +152,8 @@ PROFILES: dict[str, Hardware] = {
             hop_latency=_TPU_HOP,
             network_hop_latency=0.0,  # no published DCN latency
             device_kinds=("TPU v4",),
+            matmul_efficiency=_TPU_MATMUL,  # [PALLAS-MATMUL] fitted on v5e: see _V5E_MATMULS
+            clock=_clock(2.75e14, 2, 4, 128),  # [SB-TPU]
         ),
         Hardware(
             "tpu-v5e",
@@ -140,6 +169,8 @@ PROFILES: dict[str, Hardware] = {
             hop_latency=_TPU_HOP,
             network_hop_latency=0.0,
             device_kinds=("TPU v5 lite", "TPU v5e"),
+            matmul_efficiency=_TPU_MATMUL,  # [PALLAS-MATMUL] fitted: see _V5E_MATMULS
+            clock=_clock(1.97e14, 1, 4, 128),  # [SB-TPU]
         ),
         Hardware(
             "tpu-v5p",
@@ -155,6 +186,8 @@ PROFILES: dict[str, Hardware] = {
             hop_latency=_TPU_HOP,
             network_hop_latency=0.0,
             device_kinds=("TPU v5", "TPU v5p"),
+            matmul_efficiency=_TPU_MATMUL,  # [PALLAS-MATMUL] fitted on v5e: see _V5E_MATMULS
+            clock=_clock(4.59e14, 2, 4, 128),  # [SB-TPU]
         ),
         Hardware(
             "tpu-v6e",
@@ -170,6 +203,8 @@ PROFILES: dict[str, Hardware] = {
             hop_latency=_TPU_HOP,
             network_hop_latency=0.0,
             device_kinds=("TPU v6 lite", "TPU v6e"),
+            matmul_efficiency=_TPU_MATMUL,  # [PALLAS-MATMUL] fitted on v5e: see _V5E_MATMULS
+            clock=_clock(9.2e14, 1, 4, 256),  # [SB-TPU]
         ),
         Hardware(
             "h100",

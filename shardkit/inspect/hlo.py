@@ -32,6 +32,7 @@ from shardkit.inspect.groups import mesh_axis_groups
 # Bytes per element of each HLO primitive type (sub-byte types count as packed); a token holds no data.
 _ELEMENT_BYTES = {t.hlo: t.bits / 8 for t in dtypes.ELEMENT_TYPES} | {"token": 0}
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
+_LAYOUT = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{([^}]*)\})?")
 _OPEN, _CLOSE = "{[(", "}])"
 # What bracket matching and splitting look at: a quoted string whole (escapes included), a bracket or a comma.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[{}\[\](),]')
@@ -54,6 +55,15 @@ class ArrayShape:
 
     def __str__(self) -> str:
         return f"{self.dtype}[{','.join(map(str, self.dims))}]"
+
+
+def minor_to_major(text: str) -> tuple[tuple[int, ...], ...]:
+    """Each array's layout in an HLO shape, as its dimensions minor to major: ``f32[2,4]{0,1:T(8,128)}`` ->
+    ``((0, 1),)``; ``()`` for an array printed without one."""
+    return tuple(
+        tuple(int(d) for d in layout.split(":")[0].split(",") if d.strip()) if layout else ()
+        for layout in _LAYOUT.findall(text)
+    )
 
 
 def parse_shape(text: str) -> tuple[ArrayShape, ...]:
@@ -278,6 +288,74 @@ def known_trip_count(instruction: Instruction) -> int | None:
     except json.JSONDecodeError:
         return None
     return int(n) if n is not None else None
+
+
+# XLA's TPU compiler writes an asynchronous collective as fusions (``xla_tpu_enable_async_collective_fusion``):
+# a start (its root the custom call ``AsyncCollectiveStart``), fusions of compute that carry it on
+# (``continuation_config`` in their backend config) and a done (``AsyncCollectiveDone``), each holding a copy of it.
+ASYNC_START, ASYNC_DONE = "AsyncCollectiveStart", "AsyncCollectiveDone"
+
+
+def async_role(parsed: Instruction, fused: Sequence[Instruction]) -> str | None:
+    """``'start'``, ``'done'`` or ``'continuation'`` where a fusion (``parsed``, calling ``fused``) is a part of an
+    asynchronous collective as XLA's TPU compiler writes it (``ASYNC_START``); None for any other fusion."""
+    root = fused[-1] if fused else None
+    if root is not None and root.opcode == "custom-call":
+        target = root.attributes.get("custom_call_target", "").strip('"')
+        if target in (ASYNC_START, ASYNC_DONE):
+            return "start" if target == ASYNC_START else "done"
+    if "continuation_config" in parsed.attributes.get("backend_config", ""):
+        return "continuation"
+    return None
+
+
+# XLA's TPU compiler runs a collective across slices (over the data-center network) as a host transfer of the
+# "megascale" runtime: a ``send``/``recv`` pair (``is_host_transfer=true``) whose frontend attributes name the
+# collective (``_xla_megascale_transfer_type="ALL_REDUCE"``), the slices and devices it spans
+# (``_xla_megascale_target="{1,2}x{0:255}"``: slices 1 and 2, devices 0 to 255 of each) and the pair
+# (``_xla_host_transfer_rendezvous``).
+MEGASCALE_KINDS = {
+    "ALL_REDUCE": "all-reduce",
+    "ALL_GATHER": "all-gather",
+    "REDUCE_SCATTER": "reduce-scatter",
+    "ALL_TO_ALL": "all-to-all",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Megascale:
+    """A cross-slice transfer's collective (``MEGASCALE_KINDS``), the slices (as written, 1-based) and the devices
+    of each slice it spans, and the name of its send/recv pair."""
+
+    kind: str
+    slices: tuple[int, ...]
+    devices: tuple[int, ...]
+    rendezvous: str
+
+
+def megascale(instruction: Instruction) -> Megascale | None:
+    """The cross-slice collective a ``send`` or ``recv`` of XLA's TPU multi-slice runtime carries, None for any
+    other instruction."""
+    attrs = instruction.attributes.get("frontend_attributes", "")
+    kind = re.search(r'_xla_megascale_transfer_type="([A-Z_]+)"', attrs)
+    if kind is None or kind.group(1) not in MEGASCALE_KINDS:
+        return None
+    target = re.search(r'_xla_megascale_target="\{([^}]*)\}x\{([^}]*)\}"', attrs)
+    rendezvous = re.search(r'_xla_host_transfer_rendezvous="([^"]*)"', attrs)
+    if target is None or rendezvous is None:
+        return None
+    return Megascale(
+        MEGASCALE_KINDS[kind.group(1)], _ranges(target.group(1)), _ranges(target.group(2)), rendezvous.group(1)
+    )
+
+
+def _ranges(text: str) -> tuple[int, ...]:
+    """``1,2`` -> (1, 2); ``0:3`` -> (0, 1, 2, 3)."""
+    out: list[int] = []
+    for part in text.split(","):
+        first, _, last = part.strip().partition(":")
+        out += range(int(first), int(last or first) + 1)
+    return tuple(out)
 
 
 def metadata(instruction: Instruction) -> dict[str, str]:

@@ -19,12 +19,18 @@ the collective over ``k`` on ``1/m`` of the bytes on the slow network (DCN, Infi
   latency is NCCL's ring model, ``base + steps * step`` (``2 (n - 1)`` steps for an all-reduce, ``n - 1``
   otherwise).
 
-**Step.** Compute time is the program's ``flops`` over the peak, memory time its ``bytes accessed`` over HBM
-bandwidth (both per device: the partitioned program is one device's; ``Compiled.cost()`` gives XLA's figures with
-each loop body counted by its trip count, ``cost.py``). The overlap rule: an async collective (an XLA
-start/done pair) hides behind ``max(compute, memory)``, in program order until that time is used up; a
-synchronous collective, and what the budget does not cover, is exposed. ``step = max(compute, memory) +
-exposed``. Without a cost analysis every collective is exposed.
+**Step.** With the program's schedule (``Compiled.cost()``'s ``schedule``: XLA's order of instructions,
+``schedule.py``), the step is walked op by op on clocks for the device and for each set of links. An op takes its
+roofline, ``max(matmul flops / peak, bytes / HBM bandwidth)`` (its matmul work padded to the MXU's tiles; a Pallas
+kernel by its own cost estimate). An asynchronous collective starts when its start is reached and its links are
+free (``lane``: collectives over the same mesh axes, or permutes with the same pairs, one after another), runs
+while the ops scheduled before its done run, and its done waits for what is left: that wait is its exposed time. A
+synchronous collective holds the device for all of its time. A loop body is walked twice (a collective its previous
+iteration started may finish in it) and the second walk, its steady state, counts once per trip. Without a schedule
+(a cost given as a mapping, such as XLA's own analysis), compute time is the program's ``flops`` over the peak,
+memory time its ``bytes accessed`` over HBM bandwidth, and an async collective hides behind ``max(compute,
+memory)`` in program order until that time is used up: ``step = max(compute, memory) + exposed``. Without a cost
+analysis every collective is exposed.
 """
 
 from __future__ import annotations
@@ -33,11 +39,13 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from shardkit.inspect import notebook
 from shardkit.inspect.hardware import Hardware, Topology, hardware as profile
+from shardkit.inspect.schedule import Op
 from shardkit.inspect.units import aligned, describe_loops, human_bytes
 
 # A communication report and its collectives (``communication.py``, which calls this module, so not imported),
@@ -123,6 +131,10 @@ class StepTime:
         compute, memory: ``flops / peak`` and ``bytes_accessed / HBM bandwidth`` (0 without a cost analysis).
         loops: the program's while loops and how their bodies were counted (``cost.LoopCost``; empty for a cost
             without them, such as XLA's own analysis, which counts each body once).
+        scheduled: the step walked on XLA's schedule (module docstring), None without one.
+        busy: seconds the device spends per call on ``'matmul'`` ops (their MXU time above their memory time),
+            ``'memory'``-bound ops and ``'kernels'`` (custom calls), on the schedule; empty without one.
+        unestimated: the kernels without a cost estimate of their own, timed by their bytes alone.
     """
 
     hardware: Hardware
@@ -133,6 +145,9 @@ class StepTime:
     compute: float = 0.0
     memory: float = 0.0
     loops: tuple[LoopCost, ...] = ()
+    scheduled: float | None = None
+    busy: tuple[tuple[str, float], ...] = ()
+    unestimated: tuple[str, ...] = ()
 
     @property
     def communication(self) -> float:
@@ -146,7 +161,9 @@ class StepTime:
 
     @property
     def step(self) -> float:
-        """The step estimate: ``max(compute, memory) + exposed``."""
+        """The step estimate: walked on XLA's schedule where there is one, else ``max(compute, memory) + exposed``."""
+        if self.scheduled is not None:
+            return self.scheduled
         return max(self.compute, self.memory) + self.exposed
 
     def by_axes(self) -> dict[str, float]:
@@ -168,6 +185,9 @@ class StepTime:
             "flops": self.flops,
             "bytes_accessed": self.bytes_accessed,
             "loops": [loop.to_dict() for loop in self.loops],
+            "scheduled": self.scheduled is not None,
+            "busy_seconds": dict(self.busy),
+            "unestimated_kernels": list(self.unestimated),
             "collectives": [t.to_dict() for t in self.collectives],
             "by_axes": self.by_axes(),
             "timeline": [dataclasses.asdict(s) for s in self.timeline()],
@@ -182,14 +202,16 @@ class StepTime:
     _repr_html_ = notebook.text
 
     def timeline(self) -> tuple[Segment, ...]:
-        """The step laid out in time, as its picture, the report page and the trace draw it: the compute (``max(compute,
-        memory)``) from 0, each collective on its axes' row in program order, the part hidden under the compute from
-        0 on, the exposed part after the compute."""
-        busy = max(self.compute, self.memory)
-        out = [Segment(COMPUTE, 0.0, busy, "compute", None)] if busy else []
-        hidden_at, exposed_at = 0.0, busy
+        """The step laid out in time, as its picture, the report page and the trace draw it: the device's busy time
+        from 0 (``max(compute, memory)``, or on XLA's schedule the step less what is exposed), each collective on its
+        axes' row in program order, the part hidden under the compute from 0 on, the exposed part after the compute.
+        On the schedule a collective's exposed time can exceed its own (it waited for its links), and then nothing
+        of it is hidden."""
+        busy = max(self.compute, self.memory) if self.scheduled is None else self.scheduled - self.exposed
+        out = [Segment(COMPUTE, 0.0, busy, "compute", None)] if busy > 0 else []
+        hidden_at, exposed_at = 0.0, max(busy, 0.0)
         for t in self.collectives:
-            hidden, row = t.total - t.exposed, t.collective.over
+            hidden, row = max(t.total - t.exposed, 0.0), t.collective.over
             if hidden:
                 out.append(Segment(row, hidden_at, hidden, "hidden", t.index))
             if t.exposed:
@@ -247,15 +269,131 @@ def estimate(
     cost = report.cost if cost is None else cost
     flops, accessed = _cost(cost)
     compute, memory = (flops or 0.0) / hw.flops, (accessed or 0.0) / hw.hbm_bandwidth
-    budget = max(compute, memory)
-    times = []
-    for i, c in enumerate(report.collectives):
-        t = collective_time(c, hw, topology, i)
-        hidden = min(budget, t.total) if c.is_async else 0.0
-        budget -= hidden
-        times.append(dataclasses.replace(t, exposed=t.total - hidden))
     loops = tuple(getattr(cost, "loops", ()))
+    times = [collective_time(c, hw, topology, i) for i, c in enumerate(report.collectives)]
+    ops = getattr(cost, "schedule", ())
+    if ops:
+        clock = walk(
+            ops,
+            hw,
+            {t.collective.name: t.seconds for t in times},
+            {t.collective.name: lane(t.collective) for t in times},
+        )
+        for end, name in clock.pending.values():  # the program ends when what it started has finished
+            clock.exposed[name] += max(0.0, end - clock.t)
+        clock.t = max([clock.t, *(end for end, _ in clock.pending.values())])
+        sharing = Counter(t.collective.name for t in times)  # a collective run from two call sites: one name
+        times = [
+            dataclasses.replace(t, exposed=clock.exposed[t.collective.name] / sharing[t.collective.name]) for t in times
+        ]
+        busy = tuple((k, clock.busy[k]) for k in ("matmul", "memory", "kernels") if clock.busy[k])
+        return StepTime(
+            hw,
+            report.title,
+            tuple(times),
+            flops,
+            accessed,
+            compute,
+            memory,
+            loops,
+            clock.t,
+            busy,
+            tuple(sorted(clock.unestimated)),
+        )
+    budget = max(compute, memory)
+    for i, t in enumerate(times):
+        hidden = min(budget, t.total) if t.collective.is_async else 0.0
+        budget -= hidden
+        times[i] = dataclasses.replace(t, exposed=t.total - hidden)
     return StepTime(hw, report.title, tuple(times), flops, accessed, compute, memory, loops)
+
+
+@dataclasses.dataclass
+class Clock:
+    """The state of a walk over a schedule: the device's time, when each set of links is next free, the
+    asynchronous collectives in flight (key -> (when they finish, name)), and the totals per call."""
+
+    t: float = 0.0
+    links: dict[Hashable, float] = dataclasses.field(default_factory=dict)
+    pending: dict[str, tuple[float, str]] = dataclasses.field(default_factory=dict)
+    exposed: Counter = dataclasses.field(default_factory=Counter)
+    busy: Counter = dataclasses.field(default_factory=Counter)
+    unestimated: set = dataclasses.field(default_factory=set)
+
+    def run(self, name: str, seconds: float, lane: Hashable) -> float:
+        """A collective started now on ``lane``'s links: when it ends (after what holds those links)."""
+        end = max(self.t, self.links.get(lane, 0.0)) + seconds
+        self.links[lane] = end
+        return end
+
+
+def walk(
+    ops: Sequence[Op],
+    hw: Hardware,
+    seconds: Mapping[str, float],
+    lanes: Mapping[str, Hashable] | None = None,
+    clock: Clock | None = None,
+    scale: float = 1.0,
+) -> Clock:
+    """Walks ``ops`` (``schedule.Op``s) on ``hw``, ``seconds`` per run of each collective by name, each on the links
+    ``lanes`` names (collectives on the same links run one after another; default: all on one) (module docstring);
+    totals count ``scale`` times (a loop's trips)."""
+    clock = Clock() if clock is None else clock
+    lanes = lanes or {}
+    for op in ops:
+        if op.kind in ("compute", "kernel"):
+            mxu, hbm = op.matmul / (hw.flops * hw.matmul_efficiency), op.bytes / hw.hbm_bandwidth
+            if op.cycles and hw.clock:  # a transpose in memory: XLA's own estimate where the bytes' time is less
+                hbm = max(hbm, op.cycles / hw.clock)
+            kind = "kernels" if op.kind == "kernel" else "matmul" if mxu >= hbm and mxu else "memory"
+            clock.busy[kind] += max(mxu, hbm) * scale
+            clock.t += max(mxu, hbm)
+            if not op.estimated:
+                clock.unestimated.add(op.name)
+        elif op.kind == "start":
+            end = clock.run(op.collective, seconds.get(op.collective, 0.0), lanes.get(op.collective, ""))
+            clock.pending[op.key] = (end, op.collective)
+        elif op.kind == "done":
+            end, name = clock.pending.pop(op.key, (clock.t, ""))
+            if end > clock.t:
+                clock.exposed[name] += (end - clock.t) * scale
+                clock.t = end
+        elif op.kind == "collective":
+            end = clock.run(op.collective, seconds.get(op.collective, 0.0), lanes.get(op.collective, ""))
+            clock.exposed[op.collective] += (end - clock.t) * scale
+            clock.t = end
+        elif op.kind == "loop":
+            _loop(op, hw, seconds, lanes, clock, scale)
+    return clock
+
+
+def _loop(
+    op: Op, hw: Hardware, seconds: Mapping[str, float], lanes: Mapping[str, Hashable], clock: Clock, scale: float
+) -> None:
+    """A loop's body walked once to reach its steady state (what it leaves in flight), then again counted per trip;
+    what the last trip leaves in flight is waited for when the loop ends."""
+    first = walk(op.body, hw, seconds, lanes, Clock(), 0.0)
+    carried = {k: (end - first.t, name) for k, (end, name) in first.pending.items()}
+    busy = {lane: max(0.0, free - first.t) for lane, free in first.links.items()}
+    steady = walk(op.body, hw, seconds, lanes, Clock(links=busy, pending=carried), scale * op.trips)
+    tail = max((end - steady.t for end, _ in steady.pending.values()), default=0.0)
+    for end, name in steady.pending.values():
+        if end > steady.t:
+            clock.exposed[name] += (end - steady.t) * scale
+    clock.t += steady.t * op.trips + max(tail, 0.0)
+    clock.links = {lane: max(free, clock.t) for lane, free in clock.links.items()}
+    clock.exposed.update(steady.exposed)
+    clock.busy.update(steady.busy)
+    clock.unestimated |= steady.unestimated
+
+
+def lane(c: Collective) -> Hashable:
+    """The links a collective holds, for the walk: a collective-permute its own pairs (a permute one way along a
+    ring and one the other way use different links, as XLA's bidirectional windowed matmuls send them), any other
+    collective the mesh axes (or, without a mesh, the device groups) it runs over."""
+    if c.kind == "collective-permute":
+        return ("pairs", c.groups)
+    return ("over", c.over) if c.axes is not None else ("groups", c.groups)
 
 
 def _cost(cost: Mapping[str, float] | None) -> tuple[float | None, float | None]:
@@ -396,15 +534,25 @@ def human_seconds(s: float) -> str:
 def format_step(step: StepTime) -> str:
     """The step as one line of totals, a table of collectives, and communication by mesh axes."""
     hw = step.hardware
-    basis = (
-        f"max(compute {human_seconds(step.compute)}, memory {human_seconds(step.memory)})"
-        if step.flops is not None
-        else "no cost analysis, so no compute time"
-    )
-    lines = [
-        f"{step.title} on {hw.name}: step {human_seconds(step.step)} = {basis} + "
-        f"{human_seconds(step.exposed)} exposed communication (of {human_seconds(step.communication)})"
-    ]
+    if step.scheduled is not None:
+        busy = ", ".join(f"{k} {human_seconds(v)}" for k, v in step.busy) or "nothing"
+        lines = [
+            f"{step.title} on {hw.name}: step {human_seconds(step.step)} on XLA's schedule = busy ({busy}) + "
+            f"{human_seconds(step.exposed)} exposed communication (of {human_seconds(step.communication)}); "
+            f"program totals: compute {human_seconds(step.compute)}, memory {human_seconds(step.memory)}"
+        ]
+        if step.unestimated:
+            lines.append(f"{len(step.unestimated)} kernels without a cost estimate, timed by their bytes alone")
+    else:
+        basis = (
+            f"max(compute {human_seconds(step.compute)}, memory {human_seconds(step.memory)})"
+            if step.flops is not None
+            else "no cost analysis, so no compute time"
+        )
+        lines = [
+            f"{step.title} on {hw.name}: step {human_seconds(step.step)} = {basis} + "
+            f"{human_seconds(step.exposed)} exposed communication (of {human_seconds(step.communication)})"
+        ]
     if step.loops:
         lines.append(f"compute and memory count {describe_loops(step.loops)}")
     if not step.collectives:

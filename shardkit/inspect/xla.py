@@ -5,6 +5,13 @@ users, async-wrapped roots); the per-instruction details from ``shardkit.inspect
 the entry computation and follows every called computation (loop bodies and conditions, calls, branches,
 async wrappers, fusions), so a collective is reported once per place the program runs it, with the trip
 counts of the loops around it.
+
+XLA's TPU compiler writes an asynchronous collective as fusions (``xla_tpu_enable_async_collective_fusion``): a
+start (its root the custom call ``AsyncCollectiveStart``), fusions of compute that carry it on
+(``continuation_config`` in their backend config) and a done (``AsyncCollectiveDone``), each holding a copy of the
+collective; it is reported once, at its start, as asynchronous. A collective across slices of a multi-slice
+target is a host transfer of XLA's multi-slice runtime (``hlo.megascale``), reported at its ``send``, asynchronous
+(its ``recv-done`` waits for it), between the devices of equal position in each slice.
 """
 
 from __future__ import annotations
@@ -99,12 +106,23 @@ class _Reader:
             if op in _COLLECTIVES:
                 if self.collectives:
                     self.found.append(self.collective(inst, *_COLLECTIVES[op], loops))
+            elif op == _Op.kSend:
+                parsed = hlo.parse_instruction(inst.to_string())
+                transfer = hlo.megascale(parsed)
+                if transfer is not None and self.collectives:
+                    self.found.append(self.across_slices(inst, parsed, transfer, loops))
             elif op == _Op.kAsyncStart and inst.async_wrapped_root().opcode in _COLLECTIVES:
                 if self.collectives:
                     root = inst.async_wrapped_root()
                     self.found.append(self.collective(root, _COLLECTIVES[root.opcode][0], True, loops))
             elif op in _CALLERS:
                 parsed = hlo.parse_instruction(inst.to_string())
+                role = hlo.async_role(parsed, self.fused_parsed(inst)) if op == _Op.kFusion else None
+                if role is not None:  # one asynchronous collective in start, continuation and done fusions
+                    if role == "start" and self.collectives:
+                        inner = next(i for i in self.fused(inst) if i.opcode in _COLLECTIVES)
+                        self.found.append(self.collective(inner, _COLLECTIVES[inner.opcode][0], True, loops))
+                    continue
                 if op == _Op.kWhile:
                     trips = hlo.known_trip_count(parsed)  # XLA's own count, 0 included
                     inner = loops + (self.counted_trips(inst, parsed) if trips is None else trips,)
@@ -118,8 +136,9 @@ class _Reader:
     def counted_trips(self, loop: Any, parsed: hlo.Instruction) -> int | None:
         """The trip count of a counted loop XLA recorded none for (its TPU compiler records none): counter
         element ``k`` of the loop's tuple starts at a constant ``c``, the condition is ``counter < n`` for a
-        constant ``n`` and the body adds the constant 1, as jax's ``fori_loop`` and ``scan`` write it: ``n - c``.
-        None for any other form."""
+        constant ``n`` and the body adds a constant ``s``, as jax's ``fori_loop`` and ``scan`` write it (``s = 1``)
+        and XLA's TPU compiler its windowed matmul loops (``s = 2``): ``ceil((n - c) / s)``. None for any other
+        form."""
         condition = self.computations.get(parsed.attributes.get("condition", "").lstrip("%"))
         body = self.computations.get(parsed.attributes.get("body", "").lstrip("%"))
         if condition is None or body is None or not loop.operands() or loop.operands()[0].opcode != _Op.kTuple:
@@ -139,9 +158,10 @@ class _Reader:
         if opcode != _Op.kAdd:
             return None
         a, b = operands
-        if not ((_element(a) == k and _constant(b) == 1) or (_element(b) == k and _constant(a) == 1)):
+        step = _constant(b) if _element(a) == k else _constant(a) if _element(b) == k else None
+        if step is None or step < 1:
             return None
-        return max(n - start, 0)
+        return max(-(-(n - start) // step), 0)
 
     def op(self, inst: Any) -> tuple[Any, str, list[Any]]:
         """(opcode, text, operands) of ``inst`` past its copies; a fusion that wraps one op (XLA's CPU compiler
@@ -157,6 +177,14 @@ class _Reader:
         if None in numbers or any(n >= len(operands) for n in numbers):
             return inst.opcode, inst.to_string(), operands
         return inner[0].opcode, inner[0].to_string(), [operands[n] for n in numbers]
+
+    def fused_parsed(self, fusion: Any) -> list[hlo.Instruction]:
+        """The instructions of the computation a fusion calls, parsed, only where its root is a custom call (the
+        one form ``async_role`` reads the inside of)."""
+        inner = self.fused(fusion)
+        if not inner or inner[-1].opcode != _Op.kCustomCall:
+            return []
+        return [hlo.parse_instruction(inner[-1].to_string())]
 
     def fused(self, fusion: Any) -> list[Any]:
         """The instructions of the computation a fusion calls."""
@@ -202,6 +230,26 @@ class _Reader:
         return self._make(
             kind, parsed, operands, results, axes, len(parts[0]), tuple(map(tuple, parts)), meta, frame, is_async, loops
         )
+
+    def across_slices(
+        self, inst: Any, parsed: hlo.Instruction, transfer: hlo.Megascale, loops: tuple[int | None, ...]
+    ) -> Collective:
+        """A cross-slice collective of XLA's multi-slice runtime (its ``send``): each device with the devices at its
+        position in the other slices the transfer names."""
+        by_slice: dict[int, list[int]] = {}
+        for p, device in enumerate(self.devices):
+            by_slice.setdefault(int(getattr(device, "slice_index", 0) or 0), []).append(p)
+        order = sorted(by_slice)
+        first = min(transfer.slices, default=0)
+        slices = [order[s - first] for s in transfer.slices if 0 <= s - first < len(order)]
+        width = min(len(by_slice[s]) for s in slices) if slices else 0
+        parts = [[sorted(by_slice[s], key=lambda p: self.devices[p].id)[i] for s in slices] for i in range(width)]
+        parts = [g for i, g in enumerate(parts) if i in transfer.devices] or [[p] for p in range(len(self.devices))]
+        arrays = parsed.arrays[:1]
+        meta, frame = self.located(inst, hlo.metadata(parsed))
+        axes = None if self.positions is None else groups_.axes_of(parts, self.positions, self.names, self.sizes)
+        groups = tuple(map(tuple, parts))
+        return self._make(transfer.kind, parsed, arrays, arrays, axes, len(groups[0]), groups, meta, frame, True, loops)
 
     def located(self, inst: Any, meta: dict[str, str]) -> tuple[dict[str, str], hlo.Frame | None]:
         """The metadata and source line of a collective: its own; else those of the nearest op downstream of an

@@ -65,6 +65,7 @@ class LoweredModule:
     executables: dict = dataclasses.field(default_factory=dict)  # device assignment -> executable, per module
     out_keys: tuple[Any, ...] = ()  # per output, its key dtype where it is a typed PRNG key array; () if none is
     target: str | None = None  # the compile-only target its devices are ("tpu-v5e:16x16", "cpu:16"), if any
+    platform: str | None = None  # the platform jax lowered the body for, where not this process's (jit's platform)
 
     def with_module(self, module: ir.Module) -> LoweredModule:
         """The same program with its module replaced (e.g. after passes); its executables start empty."""
@@ -349,6 +350,7 @@ class Lowering:
             effects=entry.effects,
             executables=entry.executables,
             out_keys=entry.out_keys,
+            platform=self.options.platform,
         )
 
     def _out_config(self, out_info: Any, out_avals: Sequence[ShapeDtypeStruct]) -> tuple[Sharding | None, ...]:
@@ -369,7 +371,13 @@ class Lowering:
         statics = self.options.static_argnums
         jax_args = [a if i in statics else next(dyn_iter) for i, a in enumerate(args)]
         jax_kwargs = {**{k: v for k, v in kwargs.items() if k in self.options.static_argnames}, **kwargs_sds}
-        traced = trace(self._jax_fun, tuple(jax_args), jax_kwargs, shardy=self.partitioner == "shardy")
+        traced = trace(
+            self._jax_fun,
+            tuple(jax_args),
+            jax_kwargs,
+            shardy=self.partitioner == "shardy",
+            platform=self.options.platform,
+        )
         module, effects = traced.module, traced.effects
         main = ir.SymbolTable(module.operation)["main"]
         if len(main.type.inputs) != len(avals) + len(effects.ordered):

@@ -16,6 +16,8 @@ from shardkit.partition_spec import UNCONSTRAINED, PartitionSpec
 from shardkit.sharding import Sharding, as_sharding, is_sharding_like
 
 PARTITIONERS = ("shardy", "gspmd")
+# the platforms jax lowers a body for (``Traced.lower(lowering_platforms=...)``); None: this process's own
+PLATFORMS = ("cpu", "tpu", "cuda", "rocm")
 
 
 def _argnums(value: int | Sequence[int] | None, what: str) -> tuple[int, ...]:
@@ -75,10 +77,13 @@ class JitOptions:
     static_argnames: tuple[str, ...] = ()
     donate_argnums: tuple[int, ...] = ()
     partitioner: str = "shardy"
+    platform: str | None = None
 
     def __post_init__(self) -> None:
         if self.partitioner not in PARTITIONERS:
             raise ValueError(f"partitioner must be one of {PARTITIONERS}, got {self.partitioner!r}.")
+        if self.platform is not None and self.platform not in PLATFORMS:
+            raise ValueError(f"platform must be None (this process's) or one of {PLATFORMS}, got {self.platform!r}.")
         if isinstance(self.in_shardings, list):
             object.__setattr__(self, "in_shardings", tuple(self.in_shardings))
         _check_sharding_tree(self.in_shardings, "in_shardings")
@@ -120,6 +125,7 @@ class JitOptions:
             self.static_argnames,
             self.donate_argnums,
             self.partitioner,
+            self.platform,
         )
 
     def split(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple, tuple, dict]:

@@ -69,7 +69,9 @@ def tracing_for_shardkit() -> bool:
     return getattr(_STATE, "depth", 0) > 0
 
 
-def trace(jax_fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, shardy: bool) -> Traced:
+def trace(
+    jax_fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, shardy: bool, platform: str | None = None
+) -> Traced:
     """The unsharded module of ``jax_fun`` for these arguments, with its output info and effects.
 
     ``jax_fun`` is ``jax.jit(fun, static_argnums=..., static_argnames=..., keep_unused=True)``: keeping unused
@@ -80,7 +82,7 @@ def trace(jax_fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, shardy
     gspmd = contextlib.nullcontext() if shardy else _jaxlib.jax_lowers_gspmd()
     with tracing(), gspmd:
         traced = jax_fun.trace(*args, **kwargs)
-        lowered = traced.lower()
+        lowered = traced.lower(lowering_platforms=None if platform is None else (platform,))
     ordered, unordered, callbacks, keepalive, devices = _jaxlib.lowering_extras(lowered)
     any_effect = ordered or unordered or callbacks
     effects = Effects(tuple(ordered), bool(unordered), tuple(callbacks), keepalive) if any_effect else NO_EFFECTS
