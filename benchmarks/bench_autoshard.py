@@ -262,6 +262,12 @@ def run(name: str, images: str | None = None) -> None:
         f"{len(plan.confirmed)} compiles)"
     )
     print(f"    mesh {plan.chosen.mesh}: {plan.table().rows()[plan.candidates.index(plan.chosen)]['summary']}")
+    spent = plan.where_time()
+    print(
+        f"    search: compiles {spent['compiles']:.1f} s, Shardy plans {spent['plans']:.1f} s, "
+        f"lowering and the rest {spent['rest']:.1f} s; estimate {plan.estimate.step * 1e3:.3f} ms, "
+        f"{plan.estimate.peak / 2**30:.2f} GiB (XLA's {plan.memory_per_device / 2**30:.2f} GiB)"
+    )
     fitting = [s for s, _, f in results.values() if s is not None and f]
     if fitting:
         best = min(fitting)

@@ -263,6 +263,16 @@ def markdown(rows: list[dict]) -> str:
             f"{busy.get('kernels', 0):.2f} s | {r['exposed_s']:.2f} s ({r['exposed_dcn_s']:.2f} s) | "
             f"{r['peak_gib']:.1f} GiB |"
         )
+    lines.append("")
+    for table in dict.fromkeys(r["table"] for r in rows):
+        mine = [r for r in rows if r["table"] == table]
+        errors = [abs(r["error"]) for r in mine if "error" in r]
+        lines.append(
+            f"{table}: {len(mine)} cells, {sum(e <= 0.10 for e in errors)} within ±10% of the published TFLOP/s per "
+            f"chip, {sum(e <= 0.20 for e in errors)} within ±20%"
+            + (f", {len(mine) - len(errors)} refused by XLA" if len(errors) < len(mine) else "")
+            + "."
+        )
     return "\n".join(lines)
 
 
