@@ -392,6 +392,11 @@ def main() -> None:
     params.update({k: np.ones(s.shape, np.float32) for k, s in state[0].items() if k.endswith("norm")})
     data = rng.integers(0, cfg.vocab, (tokens.shape[0], cfg.seq + 1)).astype(np.int32)
     x, y = data[:, :-1], data[:, 1:]
+    print(
+        f"{cfg.layers} layers of {cfg.block}'s block (embedding {cfg.emb}, {cfg.heads} heads, MLP {cfg.mlp}; "
+        f"{cfg.params:,} parameters), batch {tokens.shape[0]} x {cfg.seq} on mesh {dict(mesh.shape)}; "
+        f"the layers' weights stored as {state[0]['query'].sharding.spec}"
+    )
     ours = theirs = (params, model.optimizer.init(params))
     ours = jax.tree.map(lambda a, s: sk.device_put(np.asarray(a), s.sharding), ours, state)
     reference = jax.jit(model.train_step)
