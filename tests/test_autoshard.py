@@ -541,6 +541,42 @@ def test_a_model_too_large_to_replicate_starts_from_its_state_stored():
     np.testing.assert_allclose(float(got), float(jax.jit(deep)(ws, x)), rtol=1e-4)
 
 
+def start_of(fun, args, limit):
+    """Where the one-axis descent over 8 devices starts for ``fun`` under a memory ``limit``, and the program."""
+    from shardkit.autosharding import model
+    from shardkit.autosharding.search import Search
+    from shardkit.executor import targets
+    from shardkit.inspect.hardware import hardware
+
+    program = api.from_function(fun, args, ())[0]
+    machine = model.Machine(targets.target("cpu:8"), hardware("h100"), None)
+    search = Search(program, machine, memory_limit=limit)
+    return search.start(space.MeshShape(("x",), (8,)), "one axis"), program
+
+
+def test_a_step_whose_batch_alone_does_not_fit_replicated_starts_open():
+    """Replicated, the batch and its activations are over the limit, but one move (the batch split) fits: the
+    descent starts from everything open, where data parallelism is one move away. ZeRO-3's start is for a state
+    that no single move fits (GPT-2's step on a v5e pod started there stayed stored, 1.13x data parallelism's
+    compiled step). Where no move fits, it starts stored."""
+
+    def step(w, x):
+        return jnp.tanh(x @ w).sum()
+
+    w, x = normal(64, 64), normal(4096, 64)
+    layout, program = start_of(step, (w, x), (2 * x.nbytes) // 3)
+    assert layout == tuple(None for _ in program.groups)
+
+    def deep(ws, x):
+        for w in ws:
+            x = jnp.tanh(x @ w)
+        return x.sum()
+
+    ws = [normal(256, 256) for _ in range(6)]
+    layout, program = start_of(deep, (ws, normal(64, 256)), sum(w.nbytes for w in ws) // 3)
+    assert sum(c is not None and c.storage for c in layout) >= 6  # every weight (and the input, as large)
+
+
 def test_a_layer_boundary_constraint_wins_where_the_activations_do_not_fit_whole():
     """A scan of tensor-parallel layers whose input the user gave replicated: the activations between the layers
     (the loop's carry, forward and back) are a decision of their own; replicated they and the residuals saved for

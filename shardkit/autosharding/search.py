@@ -11,8 +11,10 @@ until no move gains 0.2%.
 1. **One axis.** The descent runs first on the mesh with one axis over every device, from every group open:
    what to split at all (the batch of a training step, then its parameters and optimizer state: data
    parallelism, then ZeRO/FSDP, come out of the moves, not out of a recipe). When everything open is over the
-   memory limit (a model whose replicated state alone does not fit), it starts instead from every large group
-   stored over the axis (ZeRO-3's layout), if that is better: one move at a time cannot climb out of that hole.
+   memory limit and no single move from it fits (a model whose replicated state alone does not fit), it starts
+   instead from every large group stored over the axis (ZeRO-3's layout), if that is better: one move at a time
+   cannot climb out of that hole. Where one move fits (a training step whose activations alone are too large
+   replicated: the batch split), it starts open.
 2. **Layouts on every mesh.** That layout is priced on every mesh of the target's device count with its axis
    replaced by all of the mesh's axes (the same sharding, laid onto the torus another way; a Shardy plan names
    axes, so this needs no new plan).
@@ -252,12 +254,17 @@ class Search:
         return self.ranked()
 
     def start(self, mesh: MeshShape, found: str) -> Layout:
-        """Where a descent starts: every decision open, or, when that is over the memory limit, the better of it and
-        every large decision stored over all of ``mesh``'s axes on its largest dimension they divide (ZeRO-3's
-        layout: from everything replicated, one move at a time cannot reach a program that fits)."""
+        """Where a descent starts: every decision open; or, when that is over the memory limit and no single move
+        from it fits, the better of it and every large decision stored over all of ``mesh``'s axes on its largest
+        dimension they divide (ZeRO-3's layout: from everything replicated, one move at a time cannot reach a
+        program that fits). Where one move fits (the batch split: data parallelism), the descent starts open, and
+        its first round is the moves already planned here."""
         empty: Layout = tuple(None for _ in self.program.groups)
         (open_,) = self.evaluate([(mesh, empty)], found)
         if open_ is None or self.limit is None or open_.estimate.peak <= self.limit:
+            return empty
+        one_move = self.evaluate([(mesh, x) for x in self.moves(mesh, empty, mesh.names)], found)
+        if any(c is not None and c.estimate.peak <= self.limit for c in one_move):
             return empty
         sizes = dict(mesh.axes)
         stored = []
