@@ -404,19 +404,12 @@ class _Walker:
             self._texts[op] = found
         return found
 
-    def _arg_texts(self, func: ir.Operation) -> list[str | None]:
-        found = self._texts.get(func)
+    def _value_texts(self, func: ir.Operation, kind: str) -> list[str | None]:
+        """The sharding texts of a function's arguments (``kind`` ``"arg"``) or results (``"res"``)."""
+        found = self._texts.get((func, kind))
         if found is None:
-            found = [str(a[irx.SDY_SHARDING]) if irx.SDY_SHARDING in a else None for a in irx.value_attrs(func, "arg")]
-            self._texts[func] = found
-        return found
-
-    def _result_texts(self, name: str) -> list[str | None]:
-        found = self._texts.get(name)
-        if found is None:
-            func = self.symbols[name]
-            found = [str(a[irx.SDY_SHARDING]) if irx.SDY_SHARDING in a else None for a in irx.value_attrs(func, "res")]
-            self._texts[name] = found
+            found = [str(a[irx.SDY_SHARDING]) if irx.SDY_SHARDING in a else None for a in irx.value_attrs(func, kind)]
+            self._texts[(func, kind)] = found
         return found
 
     def parts(self, value: ir.Value) -> tuple[int, ...]:
@@ -426,7 +419,8 @@ class _Walker:
             text = self._op_text(op)
             number = value.result_number
             if text is None and op.name == "func.call":  # a call's results are sharded as its callee returns them
-                text = self._result_texts(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)[number]
+                callee = self.symbols[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
+                text = self._value_texts(callee, "res")[number]
                 number = 0
             if text is None:
                 return ()
@@ -436,7 +430,7 @@ class _Walker:
             parent = value.owner.owner.operation
             number = ir.BlockArgument(value).arg_number
             if parent.name == "func.func":
-                text = self._arg_texts(parent)[number]
+                text = self._value_texts(parent, "arg")[number]
                 number = 0
             elif parent.name == "stablehlo.while":
                 text = self._op_text(parent)

@@ -59,8 +59,8 @@ class Op:
     Attributes:
         name: the instruction.
         kind: ``'compute'``, ``'kernel'``, ``'start'``, ``'done'``, ``'collective'`` or ``'loop'``.
-        matmul: flops of its matrix work, padded to the MXU's ``8 x 128`` tiles (``mxu_side`` for a wider MXU at
-            pricing time is the profile's); a kernel's estimated flops.
+        matmul: flops of its matrix work, padded to the MXU's ``8 x 128`` tiles (``MXU_ROWS``, ``MXU_SIDE``); a
+            kernel's estimated flops.
         bytes: bytes it reads and writes in memory.
         collective: the collective it starts, waits for or runs (``Collective.name`` of the communication report).
         key: what pairs a start with its done.
@@ -266,14 +266,15 @@ def _rows_features(inst: hlo.Instruction, table: dict[str, hlo.Instruction]) -> 
         return 1, 1
     lhs, rhs = operands[0].arrays[0].dims, operands[1].arrays[0].dims
     if inst.opcode == "dot":
-        lhs_free = set(_dims(inst.attributes.get("lhs_contracting_dims"))) | set(
-            _dims(inst.attributes.get("lhs_batch_dims"))
-        )
-        rhs_free = set(_dims(inst.attributes.get("rhs_contracting_dims"))) | set(
-            _dims(inst.attributes.get("rhs_batch_dims"))
-        )
-        rows = math.prod(n for d, n in enumerate(lhs) if d not in lhs_free)
-        return rows, math.prod(n for d, n in enumerate(rhs) if d not in rhs_free)
+
+        def free(side: str, dims: Sequence[int]) -> int:  # elements of the side's non-contracted, non-batch dims
+            bound = {
+                *_dims(inst.attributes.get(f"{side}_contracting_dims")),
+                *_dims(inst.attributes.get(f"{side}_batch_dims")),
+            }
+            return math.prod(n for d, n in enumerate(dims) if d not in bound)
+
+        return free("lhs", lhs), free("rhs", rhs)
     labels = inst.attributes.get("dim_labels", "")
     rhs_labels = labels.split("_", 1)[1].split("->")[0] if "_" in labels and "->" in labels else ""
     if "o" not in rhs_labels:

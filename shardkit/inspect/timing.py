@@ -320,7 +320,7 @@ class Clock:
     busy: Counter = dataclasses.field(default_factory=Counter)
     unestimated: set = dataclasses.field(default_factory=set)
 
-    def run(self, name: str, seconds: float, lane: Hashable) -> float:
+    def run(self, seconds: float, lane: Hashable) -> float:
         """A collective started now on ``lane``'s links: when it ends (after what holds those links)."""
         end = max(self.t, self.links.get(lane, 0.0)) + seconds
         self.links[lane] = end
@@ -351,7 +351,7 @@ def walk(
             if not op.estimated:
                 clock.unestimated.add(op.name)
         elif op.kind == "start":
-            end = clock.run(op.collective, seconds.get(op.collective, 0.0), lanes.get(op.collective, ""))
+            end = clock.run(seconds.get(op.collective, 0.0), lanes.get(op.collective, ""))
             clock.pending[op.key] = (end, op.collective)
         elif op.kind == "done":
             end, name = clock.pending.pop(op.key, (clock.t, ""))
@@ -359,7 +359,7 @@ def walk(
                 clock.exposed[name] += (end - clock.t) * scale
                 clock.t = end
         elif op.kind == "collective":
-            end = clock.run(op.collective, seconds.get(op.collective, 0.0), lanes.get(op.collective, ""))
+            end = clock.run(seconds.get(op.collective, 0.0), lanes.get(op.collective, ""))
             clock.exposed[op.collective] += (end - clock.t) * scale
             clock.t = end
         elif op.kind == "loop":
