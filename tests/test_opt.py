@@ -161,7 +161,7 @@ def test_verify_diagnostics():
 
 
 def test_verify_diagnostics_reports_each_unmet_directive_where_mlir_opt_does(tmp_path):
-    # The fuzz reproducer (../shared/repros/fuzz-2026-11c): an @unknown note no pass produces. MLIR's verifier drops
+    # The fuzz reproducer fuzz-2026-11c (found from outside): an @unknown note no pass produces. MLIR's verifier drops
     # an @unknown directive's place (computeExpectedDiags sets its fileLoc to SMLoc()), and SourceMgr prints an
     # invalid location as "<unknown>:0"; a located directive is reported at itself, with its line and a caret.
     note = "the pass's last words: Check failed"
