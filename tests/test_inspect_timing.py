@@ -511,6 +511,30 @@ def test_schedule_loop_steady_state_carries_a_collective_into_the_next_trip() ->
     assert partly.t == pytest.approx(10 * 2.5 + 1.5) and partly.exposed["ag"] == pytest.approx(10 * 0.5 + 1.5)
 
 
+def test_collectives_still_in_flight_are_each_charged_what_they_add_to_the_step() -> None:
+    """At a loop's end (and the program's) the walk waits for what is in flight in the order it finishes: two
+    collectives on other links running at once are exposed by what each adds, so the exposed totals and the busy
+    time sum to the step (charging each its whole remaining time counted the overlap twice)."""
+    from shardkit.inspect.schedule import Op
+
+    body = (
+        Op("d1", "done", key="1"),
+        Op("d2", "done", key="2"),
+        compute("mm", 1.0),
+        Op("s1", "start", collective="a", key="1"),
+        Op("s2", "start", collective="b", key="2"),
+    )
+    clock = scheduled([Op("loop", "loop", body=body, trips=10)], {"a": 2.0, "b": 3.0}, lanes={"a": "x", "b": "y"})
+    # each trip waits 2 s for the last trip's a and 1 s more for its b before 1 s of compute; the last pair ends
+    # 3 s after the loop's last trip: a adds 2 s of it, b 1 s (the old walk charged b 3 s there: 2 s twice)
+    assert clock.t == pytest.approx(10 * 4.0 + 3.0)
+    assert clock.exposed["a"] == pytest.approx(10 * 2.0 + 2.0) and clock.exposed["b"] == pytest.approx(10 * 1.0 + 1.0)
+    assert sum(clock.exposed.values()) + sum(clock.busy.values()) == pytest.approx(clock.t)
+    tail = scheduled(body[3:], {"a": 2.0, "b": 3.0}, lanes={"a": "x", "b": "y"})
+    assert tail.settle() == pytest.approx(3.0) and dict(tail.exposed) == pytest.approx({"a": 2.0, "b": 1.0})
+    assert not tail.pending
+
+
 def test_schedule_roofline_per_op() -> None:
     """Each op takes the longer of its matmul time (at the profile's matmul efficiency) and its memory time: a
     memory-bound op costs its bytes whatever its flops."""

@@ -279,9 +279,7 @@ def estimate(
             {t.collective.name: t.seconds for t in times},
             {t.collective.name: lane(t.collective) for t in times},
         )
-        for end, name in clock.pending.values():  # the program ends when what it started has finished
-            clock.exposed[name] += max(0.0, end - clock.t)
-        clock.t = max([clock.t, *(end for end, _ in clock.pending.values())])
+        clock.settle()  # the program ends when what it started has finished
         sharing = Counter(t.collective.name for t in times)  # a collective run from two call sites: one name
         times = [
             dataclasses.replace(t, exposed=clock.exposed[t.collective.name] / sharing[t.collective.name]) for t in times
@@ -325,6 +323,18 @@ class Clock:
         end = max(self.t, self.links.get(lane, 0.0)) + seconds
         self.links[lane] = end
         return end
+
+    def settle(self, scale: float = 1.0) -> float:
+        """Waits for every collective in flight, in the order they finish, and returns the time waited. Each is
+        exposed by what it alone adds (two on other links that end together count once, for the later one), so
+        the exposed totals and the busy time still sum to the clock; totals count ``scale`` times."""
+        start = self.t
+        for end, name in sorted(self.pending.values()):
+            if end > self.t:
+                self.exposed[name] += (end - self.t) * scale
+                self.t = end
+        self.pending.clear()
+        return self.t - start
 
 
 def walk(
@@ -376,11 +386,9 @@ def _loop(
     carried = {k: (end - first.t, name) for k, (end, name) in first.pending.items()}
     busy = {lane: max(0.0, free - first.t) for lane, free in first.links.items()}
     steady = walk(op.body, hw, seconds, lanes, Clock(links=busy, pending=carried), scale * op.trips)
-    tail = max((end - steady.t for end, _ in steady.pending.values()), default=0.0)
-    for end, name in steady.pending.values():
-        if end > steady.t:
-            clock.exposed[name] += (end - steady.t) * scale
-    clock.t += steady.t * op.trips + max(tail, 0.0)
+    trip = steady.t
+    tail = steady.settle(scale)
+    clock.t += trip * op.trips + tail
     clock.links = {lane: max(free, clock.t) for lane, free in clock.links.items()}
     clock.exposed.update(steady.exposed)
     clock.busy.update(steady.busy)
