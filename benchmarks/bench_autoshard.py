@@ -23,11 +23,11 @@ same way by the search itself); its wall time is the whole search: lowering, est
 The decoder cases are ``examples/maxtext_decoder.py``'s model (MaxText's 2023 decoder at its 16B and 32B sizes, its
 per-device batch, full remat, dot-product attention: the plan's function has no mesh in it for flash attention's
 ``shard_map``): the hand layout is MaxText's own (its logical rules, the activations constrained), the plan the same
-function with no constraint in it, searched from open arguments; on one slice and on two (``slices=2``: the data
+function with no constraint in it, searched from open arguments; on one slice, two and eight (``slices=2``: the data
 axis across the data-center network).
 
 Run: .venv/bin/python benchmarks/bench_autoshard.py [CASE ...] [--images DIR]   (cases: gpt-v5e, gpt-v5p, mlp-v5e,
-gpt1b-v5e: a 1.3B-parameter GPT that data parallelism cannot fit; decoder16-v5e, decoder16-v5e-x2, decoder32-v5e:
+gpt1b-v5e: a 1.3B-parameter GPT that data parallelism cannot fit; decoder16-v5e, decoder16-v5e-x2, -x8, decoder32-v5e:
 MaxText's decoder, whose 256-chip compiles take minutes each; default: the GPT and MLP cases; --images saves each
 plan's table as a picture, as docs/autoshard_gpt.png was made)
 """
@@ -196,6 +196,7 @@ CASES = {  # name -> (target, hand layouts, (function, args, donate))
     ),
     "decoder16-v5e": ("tpu-v5e:16x16", *decoder_case(16, 6)),
     "decoder16-v5e-x2": ("tpu-v5e:16x16,slices=2", *decoder_case(16, 6, slices=2)),
+    "decoder16-v5e-x8": ("tpu-v5e:16x16,slices=8", *decoder_case(16, 6, slices=8)),
     "decoder32-v5e": ("tpu-v5e:16x16", *decoder_case(32, 4)),
 }
 DEFAULT = ("gpt-v5e", "gpt-v5p", "mlp-v5e", "gpt1b-v5e")

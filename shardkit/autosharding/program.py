@@ -16,7 +16,7 @@ import dataclasses
 import inspect
 import io
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from jaxlib.mlir import ir
@@ -171,11 +171,8 @@ def from_function(fun: Callable, args: Sequence[Any], donate_argnums: Sequence[i
     flat, _ = jax.tree_util.tree_flatten_with_path(avals)
     given = [_given(x) for x in jax.tree_util.tree_leaves(tuple(args))]
     names = _parameter_names(fun, len(avals))
-    paths, keys = [], []
-    for path, _ in flat:
-        head, rest = path[0].idx, path[1:]
-        paths.append(names[head] + jax.tree_util.keystr(rest))
-        keys.append(jax.tree_util.keystr(rest) if rest else None)
+    paths = [names[path[0].idx] + jax.tree_util.keystr(path[1:]) for path, _ in flat]
+    keys = mirrored([path for path, _ in flat], [(x.shape, str(x.dtype)) for _, x in flat])
     main = ir.SymbolTable(module.operation)["main"]
     if len(irx.value_types(main, "arg")) != len(flat):
         raise ValueError(
@@ -185,6 +182,42 @@ def from_function(fun: Callable, args: Sequence[Any], donate_argnums: Sequence[i
     if len(given) != len(flat):
         given = [False] * len(flat)
     return _program(module, paths, keys, given), lowered
+
+
+def mirrored(paths: Sequence[tuple], types: Sequence[tuple]) -> list[tuple | None]:
+    """Per leaf (its pytree path and its type), what ties it to others: its place inside the outermost subtree that
+    another subtree mirrors (the same keys and types throughout) from elsewhere: another argument, or a place with
+    another parent (a parameter tree and each optimizer moment of it, as arguments of their own or inside one train
+    state). Mirrors under one parent (two dense layers of one model, unrolled layers in a list) are not ties: such
+    layers may want different layouts. None where no subtree holding the leaf is mirrored so. Leaves tied this way
+    are one decision of the search.
+
+    Examples:
+        >>> from jax.tree_util import DictKey as K, GetAttrKey as A, SequenceKey as S
+        >>> w, b = ((4, 2), "float32"), ((2,), "float32")
+        >>> params = [(S(0), K("w")), (S(0), K("b"))]
+        >>> adam = [(S(1), S(0), A(m), K(k)) for m in ("mu", "nu") for k in "wb"]
+        >>> [key and key[1] for key in mirrored(params + adam + [(S(2),)], [w, b] * 3 + [w])]
+        ["['w']", "['b']", "['w']", "['b']", "['w']", "['b']", None]
+        >>> mirrored([(S(0), K("dense0"), K("w")), (S(0), K("dense1"), K("w"))], [w, w])
+        [None, None]
+    """
+    import jax
+
+    below: dict[tuple, list[tuple]] = {}  # a subtree (its path) -> its leaves' (path inside it, type)
+    for path, type_ in zip(paths, types):
+        for cut in range(1, len(path)):
+            below.setdefault(tuple(path[:cut]), []).append((jax.tree_util.keystr(tuple(path[cut:])), type_))
+    places: dict[tuple, set] = {}  # a signature -> where its subtrees sit (an argument is a place of its own)
+    for at, leaves in below.items():
+        places.setdefault(tuple(leaves), set()).add(at if len(at) == 1 else at[:-1])
+    ids = {signature: i for i, signature in enumerate(places)}
+    out: list[tuple | None] = []
+    for path in paths:
+        signatures = [tuple(below[tuple(path[:cut])]) for cut in range(1, len(path))]
+        cut = next((c for c, signature in enumerate(signatures, 1) if len(places[signature]) > 1), None)
+        out.append(None if cut is None else (ids[signatures[cut - 1]], jax.tree_util.keystr(tuple(path[cut:]))))
+    return out
 
 
 def _given(leaf: Any) -> bool:
@@ -228,7 +261,9 @@ def from_module(module: ir.Module) -> Program:
     return _program(module, [f"arg{i}" for i in range(n)], [None] * n, fixed)
 
 
-def _program(module: ir.Module, paths: Sequence[str], keys: Sequence[str | None], fixed: Sequence[bool]) -> Program:
+def _program(
+    module: ir.Module, paths: Sequence[str], keys: Sequence[Hashable | None], fixed: Sequence[bool]
+) -> Program:
     if not irx.uses_shardy(module):
         raise ValueError("the module is in the GSPMD form (mhlo.sharding); autoshard searches Shardy modules")
     main = ir.SymbolTable(module.operation)["main"]

@@ -305,7 +305,16 @@ class Search:
         return [m for m in meshes if dims and len(m.sizes) > 1 and m.sizes == dims]
 
     def ranked(self) -> list[Candidate]:
-        return sorted(self.candidates.values(), key=self.score)
+        """Every candidate, best first by ``score``; but steps within ``GAIN`` of the first of a run (the noise the
+        descent ignores) are a tie, which the smaller footprint wins: the estimate cannot tell them apart, and the
+        headroom is what XLA may need (its footprint is the estimate's within a few percent)."""
+        runs: list[list[Candidate]] = []
+        for c in sorted(self.candidates.values(), key=self.score):
+            if runs and not self.better(runs[-1][0], c):
+                runs[-1].append(c)
+            else:
+                runs.append([c])
+        return [c for run in runs for c in sorted(run, key=lambda c: c.estimate.peak)]
 
 
 def _serial(program: Program) -> Callable[[Sequence[tuple[MeshShape, Layout]]], list[Reading | Exception]]:
