@@ -166,6 +166,18 @@ def _search(
         raise ValueError(
             f"autoshard: none of the {len(failed)} best layouts compiled for {machine.target.name}: {failed[0]}"
         )
+    missed = [c for c in ranked if c.key in plan.confirmed and (limit is None or c.estimate.peak <= limit)]
+    if chosen is None and missed:
+        first = plan.confirmed[missed[0].key]
+        xla = first.error or f"{_human(first.peak)} per device"
+        peaks = sorted(c.estimate.peak for c in missed)
+        raise ValueError(
+            f"autoshard: the {len(missed)} best layouts for {machine.target.name} fit memory_limit={limit} "
+            f"({_human(limit)} per device) by the estimate ({_human(peaks[0])} to {_human(peaks[-1])}), but none "
+            f"does in XLA's program (the first, mesh {missed[0].mesh}: {xla}): the estimate misses what XLA holds "
+            f"for this program. Confirm more of them (confirm={len(plan.confirmed) + confirm}), raise the limit or "
+            "use a bigger target."
+        )
     if chosen is None:
         smallest = min(ranked, key=lambda c: _footprint(plan, c))
         raise ValueError(

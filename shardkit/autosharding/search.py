@@ -22,7 +22,10 @@ until no move gains 0.2%.
    the descent continues with the minor axes free to move away from the major one (a second and third axis for
    another dimension: tensor, sequence or expert parallelism, and their mixes with the first). On a target of
    several slices that mesh's major axis is the slices' (the data-center network between them) and every axis is
-   free: storage can leave the slow axis, as data parallelism across slices and FSDP inside each does.
+   free: storage can leave the slow axis, as data parallelism across slices and FSDP inside each does. There the
+   descent starts from the better of the spread layout and every large group stored inside each slice (over the
+   axes after the slices'): a weight the whole device count divides no dimension of stays replicated on one axis,
+   and one move at a time does not store it inside the slices.
 
 Every candidate is kept with its estimate; candidates over the memory limit rank after every one that fits,
 the smallest footprint first. A program whose mesh is fixed (the user's shardings name one) is searched on
@@ -249,6 +252,9 @@ class Search:
         chosen = [c for c in spread if c.mesh in aligned] or spread[:1]
         for c in chosen:
             across = self.machine.slices > 1 and c.mesh.sizes[0] == self.machine.slices
+            if across:  # also from storage inside each slice (the better of the two)
+                (inside,) = self.evaluate([(c.mesh, self.stored(c.mesh, c.mesh.names[1:], c.layout))], "more axes")
+                c = inside if inside is not None and self.better(inside, c) else c
             # across slices every axis is free: a layout may leave the slices' axis (the data-center network)
             self.descend(c.mesh, c.layout, c.mesh.names if across else c.mesh.names[1:], "more axes")
         return self.ranked()
@@ -266,17 +272,21 @@ class Search:
         one_move = self.evaluate([(mesh, x) for x in self.moves(mesh, empty, mesh.names)], found)
         if any(c is not None and c.estimate.peak <= self.limit for c in one_move):
             return empty
+        stored = self.stored(mesh, mesh.names, empty)
+        (seed,) = self.evaluate([(mesh, stored)], found)
+        return stored if seed is not None and self.better(seed, open_) else empty
+
+    def stored(self, mesh: MeshShape, axes: Sequence[str], base: Layout) -> Layout:
+        """``base`` with every large decision stored over ``axes`` on its largest dimension they divide (ZeRO-3's
+        layout over those axes); decisions no dimension of which they divide keep ``base``'s."""
         sizes = dict(mesh.axes)
-        stored = []
+        out = list(base)
         for g, group in enumerate(self.program.groups):
-            dims = [d for d in range(len(group.shape)) if _divides(group.shape[d : d + 1], (mesh.names,), sizes)]
-            if g not in self.big or not dims:
-                stored.append(None)
-                continue
-            d = max(dims, key=lambda d: group.shape[d])
-            stored.append(Choice(tuple(mesh.names if i == d else () for i in range(len(group.shape))), storage=True))
-        (seed,) = self.evaluate([(mesh, tuple(stored))], found)
-        return tuple(stored) if seed is not None and self.better(seed, open_) else empty
+            dims = [d for d in range(len(group.shape)) if _divides(group.shape[d : d + 1], (tuple(axes),), sizes)]
+            if g in self.big and dims:
+                d = max(dims, key=lambda d: group.shape[d])
+                out[g] = Choice(tuple(tuple(axes) if i == d else () for i in range(len(group.shape))), storage=True)
+        return tuple(out)
 
     def spread(self, one: Candidate, mesh: MeshShape) -> Candidate | None:
         """``one``'s layout (on a one-axis mesh) with its axis replaced by all of ``mesh``'s axes."""
