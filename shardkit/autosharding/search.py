@@ -28,8 +28,8 @@ until no move gains 0.2%.
    and one move at a time does not store it inside the slices.
 
 Every candidate is kept with its estimate; candidates over the memory limit rank after every one that fits,
-the smallest footprint first. A program whose mesh is fixed (the user's shardings name one) is searched on
-that mesh only, every axis free.
+the smallest footprint first, and steps within ``GAIN`` of each other rank by footprint too. A program whose
+mesh is fixed (the user's shardings name one) is searched on that mesh only, every axis free.
 """
 
 from __future__ import annotations
@@ -317,7 +317,7 @@ class Search:
     def ranked(self) -> list[Candidate]:
         """Every candidate, best first by ``score``; but steps within ``GAIN`` of the first of a run (the noise the
         descent ignores) are a tie, which the smaller footprint wins: the estimate cannot tell them apart, and the
-        headroom is what XLA may need (its footprint is the estimate's within a few percent)."""
+        headroom is what XLA may need beyond the estimate (its footprint runs 8-21% below XLA's on the decoders)."""
         runs: list[list[Candidate]] = []
         for c in sorted(self.candidates.values(), key=self.score):
             if runs and not self.better(runs[-1][0], c):

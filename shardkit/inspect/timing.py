@@ -326,8 +326,9 @@ class Clock:
 
     def settle(self, scale: float = 1.0) -> float:
         """Waits for every collective in flight, in the order they finish, and returns the time waited. Each is
-        exposed by what it alone adds (two on other links that end together count once, for the later one), so
-        the exposed totals and the busy time still sum to the clock; totals count ``scale`` times."""
+        exposed by what it alone adds (of two in flight at once on other links, the later is charged only what it
+        runs past the earlier), so the exposed totals and the busy time still sum to the clock; totals count
+        ``scale`` times."""
         start = self.t
         for end, name in sorted(self.pending.values()):
             if end > self.t:
