@@ -324,6 +324,13 @@ class Clock:
         self.links[lane] = end
         return end
 
+    def wait(self, end: float, name: str, scale: float = 1.0) -> None:
+        """The device waits for collective ``name`` to end at ``end``: the wait is its exposed time (``scale``
+        times in the totals)."""
+        if end > self.t:
+            self.exposed[name] += (end - self.t) * scale
+            self.t = end
+
     def settle(self, scale: float = 1.0) -> float:
         """Waits for every collective in flight, in the order they finish, and returns the time waited. Each is
         exposed by what it alone adds (of two in flight at once on other links, the later is charged only what it
@@ -331,9 +338,7 @@ class Clock:
         ``scale`` times."""
         start = self.t
         for end, name in sorted(self.pending.values()):
-            if end > self.t:
-                self.exposed[name] += (end - self.t) * scale
-                self.t = end
+            self.wait(end, name, scale)
         self.pending.clear()
         return self.t - start
 
@@ -365,14 +370,9 @@ def walk(
             end = clock.run(seconds.get(op.collective, 0.0), lanes.get(op.collective, ""))
             clock.pending[op.key] = (end, op.collective)
         elif op.kind == "done":
-            end, name = clock.pending.pop(op.key, (clock.t, ""))
-            if end > clock.t:
-                clock.exposed[name] += (end - clock.t) * scale
-                clock.t = end
+            clock.wait(*clock.pending.pop(op.key, (clock.t, "")), scale)
         elif op.kind == "collective":
-            end = clock.run(seconds.get(op.collective, 0.0), lanes.get(op.collective, ""))
-            clock.exposed[op.collective] += (end - clock.t) * scale
-            clock.t = end
+            clock.wait(clock.run(seconds.get(op.collective, 0.0), lanes.get(op.collective, "")), op.collective, scale)
         elif op.kind == "loop":
             _loop(op, hw, seconds, lanes, clock, scale)
     return clock
