@@ -208,15 +208,16 @@ def mirrored(paths: Sequence[tuple], types: Sequence[tuple]) -> list[tuple | Non
     for path, type_ in zip(paths, types):
         for cut in range(1, len(path)):
             below.setdefault(tuple(path[:cut]), []).append((jax.tree_util.keystr(tuple(path[cut:])), type_))
-    places: dict[tuple, set] = {}  # a signature -> where its subtrees sit (an argument is a place of its own)
+    ids: dict[tuple, int] = {}  # a signature (its leaves) -> its number
+    of: dict[tuple, int] = {}  # a subtree -> its signature's number
+    places: dict[int, set] = {}  # a signature's number -> where its subtrees sit (an argument is a place of its own)
     for at, leaves in below.items():
-        places.setdefault(tuple(leaves), set()).add(at if len(at) == 1 else at[:-1])
-    ids = {signature: i for i, signature in enumerate(places)}
+        n = of[at] = ids.setdefault(tuple(leaves), len(ids))
+        places.setdefault(n, set()).add(at if len(at) == 1 else at[:-1])
     out: list[tuple | None] = []
-    for path in paths:
-        signatures = [tuple(below[tuple(path[:cut])]) for cut in range(1, len(path))]
-        cut = next((c for c, signature in enumerate(signatures, 1) if len(places[signature]) > 1), None)
-        out.append(None if cut is None else (ids[signatures[cut - 1]], jax.tree_util.keystr(tuple(path[cut:]))))
+    for path in map(tuple, paths):
+        cut = next((c for c in range(1, len(path)) if len(places[of[path[:c]]]) > 1), None)
+        out.append(None if cut is None else (of[path[:cut]], jax.tree_util.keystr(path[cut:])))
     return out
 
 

@@ -4,11 +4,12 @@
   (``x``, ``y``, ``z``, major first), unless the caller or the program fixes one. The order matters: the target
   lays the mesh onto its torus major axis first, so ``(16, 16)`` and ``(2, 128)`` put an axis's collectives on
   different links.
-- **Groups.** Each free argument leaf (one without a sharding the user gave) is a sharding decision. Leaves with
-  the same shape and dtype at the same position inside different arguments (``params['w1']``, ``m['w1']``,
-  ``v['w1']``) are tied: one decision for the group, as the values they hold are updated together and a layout
-  that splits them only adds reshards. Whole arguments are never tied (``f(x, w)`` with equal shapes keeps two
-  decisions).
+- **Groups.** Each free argument leaf (one without a sharding the user gave) is a sharding decision. Leaves at
+  the same place inside subtrees that mirror each other (the same keys, shapes and dtypes) from different
+  arguments or parents (``params['w1']``, ``m['w1']``, ``v['w1']``; a parameter and optax's moments of it inside
+  one train state) are tied (``program.mirrored``): one decision for the group, as the values they hold are
+  updated together and a layout that splits them only adds reshards. Whole arguments are never tied (``f(x, w)``
+  with equal shapes keeps two decisions), nor are mirrors under one parent (two dense layers of one shape).
 - **Layer boundaries.** A value a loop of ``@main`` carries from one iteration to the next (a scanned layer's
   activations, their gradient on the way back) is a decision too, one per shape and dtype: a constraint at the
   start of the loop's body (``sdy.sharding_constraint``), or open. Only rank-2 or larger values that change each
