@@ -29,6 +29,7 @@ from .distributed import (
     process_index as process_index,
 )
 from .inspect import (
+    ImpossibleEstimate as ImpossibleEstimate,
     OutOfMemoryError as OutOfMemoryError,
     visualize as visualize,
 )

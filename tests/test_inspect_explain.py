@@ -95,6 +95,18 @@ PROGRAMS = {
         [struct((8, 16), ("data", None))],
         ("data", None),
     ),
+    # a shard_map on a loop's value, as MaxText runs its splash attention in each scanned layer: jaxlib's
+    # sdy-apply-sharding-constraints, recording origins, crashed on it (explain.constrain_shard_map_operands)
+    "shard_map_in_a_loop": (
+        lambda x: jax.lax.scan(
+            lambda c, _: (shard_map(lambda a: a * 2, jax.P(None, "model"), jax.P(None, "model"))(c), None),
+            x,
+            None,
+            length=2,
+        )[0],
+        [struct((8, 16), ("data", None))],
+        ("data", None),
+    ),
 }
 
 
@@ -140,6 +152,7 @@ def test_reasons_of_reproductions():
         "argmax_over_sharded_axis": {"reduction"},
         "shard_map_psum": {"explicit"},
         "shard_map_boundary": {"shard_map"},
+        "shard_map_in_a_loop": {"shard_map"},
     }
     assert {name: reasons(name) for name in expected} == expected
 

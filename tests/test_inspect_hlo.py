@@ -9,6 +9,9 @@ it drops ``device_ids``) are checked against groups worked out by hand.
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
+import json
 import re
 from pathlib import Path
 
@@ -212,3 +215,81 @@ def test_stack_frames_of_a_real_dump():
     assert (Path(where.file).name, where.function) == ("gen_dumps.py", "collectives")
     assert hlo.source({"source_file": "/a/b.py", "source_line": "7"}, frames) == hlo.Frame("/a/b.py", 7, "")
     assert hlo.source({}, frames) is None
+
+
+# -- whole modules: the reader's structure is XLA's --------------------------------------------------------
+
+MAXTEXT = Path(__file__).parent / "data" / "maxtext"
+KEPT = sorted(DATA.glob("*.hlo")) + sorted(MAXTEXT.glob("*.hlo.gz"))
+
+
+def kept_module(path: Path):
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    return xc.hlo.hlo_module_from_text(re.sub(r"^//.*\n", "", text, flags=re.MULTILINE))
+
+
+def _opcode(op) -> str:
+    """XLA's printed name of an ``HloOpcode`` (``kAllGatherStart`` -> ``all-gather-start``)."""
+    special = {
+        **{"kOptimizationBarrier": "opt-barrier", "kExpm1": "exponential-minus-one", "kLog1p": "log-plus-one"},
+        **{"kExp": "exponential", "kSin": "sine", "kCos": "cosine"},
+    }
+    name = op.name
+    return special.get(name) or re.sub(r"(?<!^)(?=[A-Z])", "-", name[1:]).lower()
+
+
+def _same_opcode(printed: str, xla: str) -> bool:
+    """XLA prints an async op wrapping one instruction by the wrapped op's name (``reduce-scatter-start`` for an
+    ``async-start`` of a reduce-scatter)."""
+    if xla in ("async-start", "async-update", "async-done"):
+        return printed.endswith(xla.removeprefix("async"))
+    return printed == xla
+
+
+@pytest.mark.parametrize("path", KEPT, ids=lambda p: p.name)
+def test_reader_equals_xla_structure(path):
+    """Every kept program (the CPU dumps, MaxText's TPU programs: the 16B and 128B steps, and MaxText 0.2.5's own
+    step with the splash kernel, whose ``kernel_metadata`` spans lines and whose third line starts with ``}}``):
+    per computation, the reader's instructions are XLA's, in XLA's order, with XLA's opcodes and operands, the root
+    last."""
+    module = kept_module(path)
+    read = hlo.computations(module)
+    assert set(read) == {c.name for c in module.computations()}
+    for computation in module.computations():
+        insts = computation.instructions()
+        mine = read[computation.name]
+        assert [i.name for i in mine] == [i.name for i in insts], computation.name
+        assert all(_same_opcode(a.opcode, _opcode(b.opcode)) for a, b in zip(mine, insts)), computation.name
+        assert [i.operands for i in mine if i.opcode != "constant"] == [
+            tuple(o.name for o in i.operands()) for i in insts if _opcode(i.opcode) != "constant"
+        ]
+    text = module.to_string()
+    roots = re.findall(r"^  ROOT %?([^\s=]+) =", text, flags=re.MULTILINE)
+    assert {read[c][-1].name for c in read if read[c]} >= set(roots)
+
+
+def test_multi_line_attributes_are_read_whole():
+    """The splash kernel's custom call prints ``frontend_attributes={kernel_metadata={`` over three lines, the last
+    starting with ``}}``: a reader that ends a computation at a line starting with ``}`` kept 142 of the 16B backward
+    loop body's 468 instructions. The kernels and the instructions after them are all read, their backend config
+    included."""
+    module = kept_module(MAXTEXT / "maxtext-tiny-flash-v5e-2x2.hlo.gz")
+    assert re.search(r"^\}\}", module.to_string(), flags=re.MULTILINE)
+    kernels = [
+        i
+        for insts in hlo.computations(module).values()
+        for i in insts
+        if i.attributes.get("custom_call_target") == '"tpu_custom_call"'
+    ]
+    assert len(kernels) >= 4  # the splash forward and backward, in the scanned layer's body and its remat
+    assert all("kernel_metadata" in k.attributes["frontend_attributes"] for k in kernels)
+    assert all(json.loads(k.attributes["backend_config"])["custom_call_config"]["body"] for k in kernels)
+
+
+def test_a_misread_instruction_is_an_error(monkeypatch):
+    """Where the parse of an instruction's text disagrees with XLA's structure, no figure is made from it."""
+    _, module = load("while_iota_groups.hlo")
+    real = hlo.parse_instruction
+    monkeypatch.setattr(hlo, "parse_instruction", lambda text: dataclasses.replace(real(text), operands=()))
+    with pytest.raises(ValueError, match="shardkit's reader does not know this form"):
+        hlo.computations(module)

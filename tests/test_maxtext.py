@@ -239,3 +239,39 @@ def test_the_docs_table_is_the_tables_file():
     for r in rows:  # MFU is TFLOP/s over the chip's bf16 peak, as MaxText reports both
         peak = hardware("tpu-v5e" if r["table"] == "v5e" else "tpu-v5p").flops
         assert r["published_mfu"] == pytest.approx(100 * r["published_tflops"] * 1e12 / peak, abs=0.7)
+
+
+def test_a_program_read_in_part_is_refused(monkeypatch) -> None:
+    """The 16B step read as a line reader read MaxText's splash programs (each loop body cut short: 142 of the
+    backward body's 468 instructions): shardkit's count of the program falls below XLA's own, so the time model
+    refuses it and every report says why, where it had printed a step above the chip's peak."""
+    from shardkit.inspect import hlo
+
+    cell, text, meta, _ = kept("v5e-16B-x1")
+    real = hlo.computations
+
+    def cut_short(module):
+        read = real(module)
+        bodies = {i.attributes["body"].lstrip("%") for insts in read.values() for i in insts if i.opcode == "while"}
+        return {
+            name: insts[: len(insts) * 142 // 468] + insts[-1:] if name in bodies else insts
+            for name, insts in read.items()
+        }
+
+    monkeypatch.setattr(hlo, "computations", cut_short)
+    step = bench_step(cell, text, meta)
+    assert step.refused is not None and "fewer than XLA's own count" in step.refused
+    with pytest.raises(sk.ImpossibleEstimate, match="not read"):
+        _ = step.step
+    assert "no modelled step: shardkit counts" in str(step)
+    assert json.loads(step.to_json())["step_seconds"] is None
+    assert step.utilization is None
+
+
+def test_kept_steps_run_below_the_chips_peak() -> None:
+    """Every kept TPU program's modelled step takes longer than its own flops at the chip's peak."""
+    for name in ("v5e-16B-x1", "v5p-128B-v5p-256-x1"):
+        cell, text, meta, _ = kept(name)
+        step = bench_step(cell, text, meta)
+        assert step.refused is None and 0.3 < step.utilization < 1.0, name
+        assert step.compute < step.step

@@ -19,12 +19,6 @@ pytestmark = pytest.mark.skipif(browser_.missing() is not None, reason=browser_.
 
 
 @pytest.fixture(scope="session")
-def browser():
-    with browser_.launched() as b:
-        yield b
-
-
-@pytest.fixture(scope="session")
 def files(tmp_path_factory):
     """Each example's page written to a file, built once per session."""
     out = tmp_path_factory.mktemp("pages")
@@ -80,6 +74,32 @@ def test_a_program_page_shows_its_reports_numbers(browser, files, name):
         largest = cells(page, "buffers", "bytes")
         assert [int(v) for _, v in largest] == [b.bytes for b in memory.largest]
         assert errors == []
+
+
+def test_a_refused_step_and_warnings_are_shown_not_drawn(browser, tmp_path):
+    """A step the time model refuses (a figure that cannot be true) is said in place of the timeline and the step
+    chip; a warning is shown above the timeline."""
+    import dataclasses
+
+    from shardkit.inspect import page as page_
+
+    compiled = report_pages.mlp_compiled()
+    communication = compiled.communication()
+    step = communication.time("tpu-v5e")
+    pages = {
+        "refused": dataclasses.replace(step, refused="the modelled step is shorter than its flops at peak"),
+        "warned": dataclasses.replace(step, warnings=("2 kernels without a cost estimate",)),
+    }
+    for name, timed in pages.items():
+        data = page_.program(communication, step=timed, explain=False)
+        page_.program_page("program", [data], name).save(tmp_path / f"{name}.html")
+    with browser_.opened(browser, str(tmp_path / "refused.html")) as (page, errors):
+        assert chip(page, "step") == "refused on tpu-v5e"
+        assert "shorter than its flops at peak" in page.text_content("[data-refused]")
+        assert page.query_selector("svg[data-step]") is None and errors == []
+    with browser_.opened(browser, str(tmp_path / "warned.html")) as (page, errors):
+        assert page.text_content(".warning") == "Warning: 2 kernels without a cost estimate"
+        assert page.query_selector("svg[data-step]") is not None and errors == []
 
 
 def test_search_sort_and_selection_on_the_values(browser, files):

@@ -28,7 +28,7 @@ from shardkit.inspect.images import communication_image, sharding_image
 from shardkit.inspect.memory import Buffer, MemoryReport, OutOfMemoryError, report as memory_report
 from shardkit.inspect.shardy import report as shardy_report
 from shardkit.inspect.table import ShardingTable, ValueSharding, sharding_table
-from shardkit.inspect.timing import CollectiveTime, StepTime
+from shardkit.inspect.timing import CollectiveTime, ImpossibleEstimate, StepTime
 from shardkit.inspect.units import KINDS
 from shardkit.inspect.visualize import TileView, sharding_text, tile_grid, visualize
 from shardkit.inspect.xla import report as xla_report
@@ -45,6 +45,7 @@ __all__ = [
     "CollectiveTime",
     "CommunicationReport",
     "Hardware",
+    "ImpossibleEstimate",
     "Cause",
     "Explanation",
     "Item",

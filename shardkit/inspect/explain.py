@@ -23,13 +23,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
 
-from shardkit.dialects import copy_module, irx
+from shardkit.dialects import copy_module, irx, sdy as sdy_forms
 from shardkit.inspect import communication, locations, shardy
 from shardkit.inspect.communication import CommunicationReport
 from shardkit.inspect.explanation import REASONS, Cause, Explanation, Item, Origin, Sharded, Value, line_key
 from shardkit.inspect.matching import XlaMatcher, align
-from shardkit.inspect.propagated import PropagatedModule, keep_propagated
+from shardkit.inspect.propagated import SHARD_MAP_INPUT, PropagatedModule, keep_propagated
 from shardkit.passes import MlirPass, PassManager, run_pipeline
 from shardkit.passes.mlir_pipeline import printed_pass
 from shardkit.passes.propagate import reshards_to_constraints
@@ -72,6 +73,7 @@ def analyse(
     module = copy_module(module)
     if not irx.uses_shardy(module):
         run_pipeline(module, "import-gspmd")
+    constrain_shard_map_operands(module)
     PassManager([MlirPass(_propagation_with_origins())], context=module.context).run(module)  # one (isolated) job
     reshards_to_constraints(module)
     keep_propagated(module)
@@ -94,6 +96,41 @@ def analyse(
 
 
 communication.EXPLAIN = explain
+
+
+def constrain_shard_map_operands(module: ir.Module) -> None:
+    """Puts a sharding constraint to a shard_map's in-sharding on each operand that has no sharding of its own.
+
+    jaxlib's ``sdy-apply-sharding-constraints`` makes that same constraint itself where such an operand is a data-flow
+    edge (a function argument, a loop's value: every ``shard_map`` MaxText's splash attention runs in a scanned layer)
+    and then, recording origins, reads the origin name of the constraint it made, which it never set (Shardy's
+    ``overrideOriginsToSelf``): a SIGSEGV on jaxlib 0.12. A constraint already there is named like any other; the
+    reader names its origin as the shard_map's input (``PropagatedModule``, ``SHARD_MAP_INPUT``). The pass's own
+    conditions are kept: a closed in-sharding, no other constraint or shard_map asking another sharding of the value.
+    """
+    for mc in irx.ops(module, "sdy.manual_computation"):
+        shardings = list(sdy.TensorShardingPerValueAttr(mc.attributes["in_shardings"]).shardings)
+        for index, (operand, sharding) in enumerate(zip(list(mc.operands), shardings)):
+            if shardy.sharding_of(operand) is not None or sdy_forms.SdyTensorSharding.from_attr(sharding).open_dims:
+                continue
+            asked = (_asks(use.owner, use.operand_number) for use in operand.uses)
+            if any(a is not None and a != sharding for a in asked):
+                continue
+            with ir.InsertionPoint(mc), mc.location:
+                constraint = sdy.ShardingConstraintOp(operand, sharding)
+            number = ir.IntegerAttr.get(ir.IntegerType.get_signless(64, mc.context), index)
+            constraint.operation.attributes[SHARD_MAP_INPUT] = ir.ArrayAttr.get([number, sharding], mc.context)
+            mc.operands[index] = constraint.result
+
+
+def _asks(user: Any, number: int) -> ir.Attribute | None:
+    """The sharding a constraint or a shard_map asks of its operand ``number``; None for any other op."""
+    user = user.operation
+    if user.name == "sdy.sharding_constraint":
+        return user.attributes["sharding"]
+    if user.name == "sdy.manual_computation":
+        return sdy.TensorShardingPerValueAttr(user.attributes["in_shardings"]).shardings[number]
+    return None
 
 
 @functools.cache

@@ -1,12 +1,13 @@
 """Reading the pieces of XLA's HLO text that jaxlib's ``HloModule`` API does not expose.
 
-jaxlib 0.10 gives the partitioned module as structured objects only down to the instruction: computations,
+jaxlib gives the partitioned module as structured objects only down to the instruction: computations,
 instructions, opcodes, operands, users and the async-wrapped root. An instruction's shape, replica groups,
-channel, metadata, called computations and backend config exist only in its one-line text
-(``HloInstruction.to_string()``), and source locations only in the stack-frame tables at the top of the
-module's text. (jax.extend.mlir.hlo_to_stablehlo translates the module to MLIR, but drops the ``device_ids``
-of mesh-form replica groups and the while loops' trip counts, so it cannot be the source.) This module parses
-exactly those pieces, in the forms XLA prints them; ``tests/test_inspect_hlo.py`` checks it on real dumps.
+channel, metadata, called computations and backend config exist only in its text (``HloInstruction.to_string()``:
+one line, or several where an attribute's value spans lines, as a Pallas kernel's ``kernel_metadata`` does), and
+source locations only in the stack-frame tables at the top of the module's text. (jax.extend.mlir.hlo_to_stablehlo
+translates the module to MLIR, but drops the ``device_ids`` of mesh-form replica groups and the while loops' trip
+counts, so it cannot be the source.) This module parses exactly those pieces, in the forms XLA prints them, over
+XLA's own structure (``computations``); ``tests/test_inspect_hlo.py`` checks it on real dumps.
 
 An instruction line::
 
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from shardkit import _jaxlib
 from shardkit.dialects import dtypes
 from shardkit.inspect.groups import mesh_axis_groups
 
@@ -160,28 +162,51 @@ def parse_instruction(line: str) -> Instruction:
     return Instruction(name[1:], shape, opcode, attributes, operands, literal)
 
 
-def computations(module_text: str) -> dict[str, list[Instruction]]:
-    """Each computation of a module's text, by name (without ``%``), as its parsed instructions in order with its
-    root last; the entry computation's name is ``entry_name(module_text)``."""
+def computations(module: Any) -> dict[str, list[Instruction]]:
+    """Each computation of a module, by name (without ``%``), as its parsed instructions in the order XLA runs them
+    (a scheduled module's schedule), its root last; the entry computation's name is ``entry_name``.
+
+    ``module`` is jaxlib's ``HloModule`` (``executable.hlo_modules()[0]``), or HLO text, which XLA's own parser reads
+    first. The structure (which computations, which instructions in which order, each one's operands) is XLA's;
+    only each instruction's own text (``HloInstruction.to_string()``) is parsed here, and a parse whose name or
+    operands differ from XLA's is a ``ValueError`` naming the instruction: a figure read from a partial program
+    (a loop body without its matmuls or its root) is never made. (Reading the module's text line by line cannot
+    know where an instruction ends: an attribute can span lines, as a Pallas kernel's ``kernel_metadata`` does.)
+    """
+    if isinstance(module, str):
+        module = _jaxlib.hlo_module(module)
+    order = _schedule(module)
     out: dict[str, list[Instruction]] = {}
-    current: list[Instruction] | None = None
-    root: Instruction | None = None
-    for line in module_text.splitlines():
-        if current is not None and line.startswith("  "):
-            inst = parse_instruction(line)
-            if line.lstrip().startswith("ROOT "):
-                root = inst
-            else:
-                current.append(inst)
-            continue
-        header = _COMPUTATION.match(line)
-        if header:
-            current, root = out.setdefault(header.group(1), []), None
-        elif line.startswith("}") and current is not None:
-            if root is not None:
-                current.append(root)
-            current = None
+    for computation in module.computations():
+        insts = order.get(computation.name) or computation.instructions()
+        out[computation.name] = [_checked(inst) for inst in insts]
     return out
+
+
+def _schedule(module: Any) -> dict[str, list[Any]]:
+    """A scheduled module's instruction order per computation (empty for an unscheduled one); the computations its
+    schedule does not hold (fused, applied) keep their own order."""
+    schedule = module.schedule()
+    out = {}
+    for computation in [] if schedule is None else module.computations():
+        try:
+            out[computation.name] = schedule.sequence(computation)
+        except IndexError:  # jaxlib's "raw_hash_map<>::at": not a scheduled computation
+            continue
+    return out
+
+
+def _checked(inst: Any) -> Instruction:
+    """``inst`` (jaxlib's ``HloInstruction``) parsed from its text, checked against its structure."""
+    parsed = parse_instruction(inst.to_string())
+    operands = tuple(o.name for o in inst.operands())
+    if parsed.name != inst.name or (parsed.opcode != "constant" and parsed.operands != operands):
+        raise ValueError(
+            f"HLO instruction {inst.name} was read as {parsed.name} with operands {list(parsed.operands)}, where XLA's "
+            f"module has {list(operands)}: shardkit's reader does not know this form of instruction "
+            f"({inst.to_string()[:200]!r})."
+        )
+    return parsed
 
 
 def entry_name(module_text: str) -> str:

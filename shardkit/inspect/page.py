@@ -66,6 +66,7 @@ def program(
     memory: Any = None,
     step: Any = None,
     explain: bool = True,
+    performance: Any = None,
 ) -> dict[str, Any]:
     """The data of one program: its mesh and devices, the communication report and (unless ``explain`` is False)
     why each collective is there, the per-value table after propagation, and, where given, its memory report and
@@ -77,7 +78,8 @@ def program(
         name: what to call the program (the page's title and, in a diff, its side).
         explanation: ``communication.explain()``, table: the per-value ``ShardingTable`` after propagation, when
             already made.
-        memory: a ``MemoryReport``; step: a ``StepTime``.
+        memory: a ``MemoryReport``; step: a ``StepTime``; performance: a trainer's count of its work at that step
+            (``shardkit.maxtext.Performance``).
     """
     if explanation is None and explain and communication.program is not None:
         explanation = communication.explain()
@@ -92,6 +94,7 @@ def program(
         "table": None if table is None else [r.to_dict() for r in table.rows],
         "memory": None if memory is None else memory.to_dict(),
         "step": None if step is None else step.to_dict(),
+        "performance": None if performance is None else performance.to_dict(),
     }
 
 

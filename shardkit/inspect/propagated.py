@@ -36,6 +36,9 @@ _ORIGINS = "sdy.sharding_origins"
 _ORIGIN_NAME = "sdy.sharding_origin_name"
 _CONTRACTIONS = {"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"}
 _PROPAGATED = "shardkit.propagated"
+# On a sharding constraint: [operand number, in-sharding] of the shard_map operand it was put on (``explain.py``'s
+# ``constrain_shard_map_operands``): the constraint's origin is named as that shard_map input.
+SHARD_MAP_INPUT = "shardkit.shard_map_input"
 _SEARCH_LIMIT = 400  # values visited when what an axis came from (or what kept it off) is not on the value itself
 
 
@@ -220,10 +223,22 @@ class PropagatedModule:
         if name in self.named and "sharding" in self.named[name].attributes:
             op = self.named[name]
             tensor = sdy_forms.SdyTensorSharding.from_attr(op.attributes["sharding"])
+            if SHARD_MAP_INPUT in op.attributes:
+                return self._shard_map_input(op)
             number = int(name.rsplit("_", 1)[1]) if name.rsplit("_", 1)[-1].isdigit() else 0
             label = locations.op_name(op.location)
             return Origin("constraint", number, label, self.spec(tensor), self.source(op)), tensor
         return None
+
+    def _shard_map_input(self, constraint: ir.Operation) -> tuple[Origin, sdy_forms.SdyTensorSharding]:
+        """The shard_map input a constraint of ``constrain_shard_map_operands`` stands for (its number and
+        in-sharding, recorded on it; its location is the shard_map's)."""
+        index, attr = ir.ArrayAttr(constraint.attributes[SHARD_MAP_INPUT])
+        tensor = sdy_forms.SdyTensorSharding.from_attr(attr)
+        number = ir.IntegerAttr(index).value
+        return Origin(
+            "shard_map input", number, f"in_specs[{number}]", self.spec(tensor), self.source(constraint)
+        ), tensor
 
     def _argument(self, index: int) -> tuple[Origin, sdy_forms.SdyTensorSharding | None]:
         arg = self.main.regions[0].blocks[0].arguments[index]

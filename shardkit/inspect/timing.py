@@ -135,6 +135,10 @@ class StepTime:
         busy: seconds the device spends per call on ``'matmul'`` ops (their MXU time above their memory time),
             ``'memory'``-bound ops and ``'kernels'`` (custom calls), on the schedule; empty without one.
         unestimated: the kernels without a cost estimate of their own, timed by their bytes alone.
+        refused: why the model gives this program no step (a figure that cannot be true: ``check``), else None;
+            ``step`` then raises ``ImpossibleEstimate`` and the reports print the reason in its place.
+        warnings: what makes the step less certain than the model's validation (``check``), each said wherever the
+            step is printed.
     """
 
     hardware: Hardware
@@ -148,6 +152,8 @@ class StepTime:
     scheduled: float | None = None
     busy: tuple[tuple[str, float], ...] = ()
     unestimated: tuple[str, ...] = ()
+    refused: str | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def communication(self) -> float:
@@ -161,10 +167,26 @@ class StepTime:
 
     @property
     def step(self) -> float:
-        """The step estimate: walked on XLA's schedule where there is one, else ``max(compute, memory) + exposed``."""
-        if self.scheduled is not None:
-            return self.scheduled
-        return max(self.compute, self.memory) + self.exposed
+        """The step estimate: walked on XLA's schedule where there is one, else ``max(compute, memory) + exposed``.
+
+        Raises:
+            ImpossibleEstimate: the model refused the program (``refused``).
+        """
+        if self.refused is not None:
+            raise ImpossibleEstimate(self.refused)
+        return self._modelled
+
+    @property
+    def _modelled(self) -> float:
+        return self.scheduled if self.scheduled is not None else max(self.compute, self.memory) + self.exposed
+
+    @property
+    def utilization(self) -> float | None:
+        """The program's own flops over what the chip does at its peak in the step (its hardware FLOP utilization:
+        MFU where every flop is the model's); None without a cost or a step."""
+        if self.refused is not None or not self.flops or not self._modelled:
+            return None
+        return self.flops / (self._modelled * self.hardware.flops)
 
     def by_axes(self) -> dict[str, float]:
         """Communication seconds per call per set of mesh axes (as ``Collective.over`` prints it)."""
@@ -174,10 +196,14 @@ class StepTime:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        refused = self.refused is not None
         return {
             "hardware": self.hardware.name,
             "title": self.title,
-            "step_seconds": self.step,
+            "step_seconds": None if refused else self.step,
+            "refused": self.refused,
+            "warnings": list(self.warnings),
+            "utilization": self.utilization,
             "compute_seconds": self.compute,
             "memory_seconds": self.memory,
             "communication_seconds": self.communication,
@@ -190,7 +216,7 @@ class StepTime:
             "unestimated_kernels": list(self.unestimated),
             "collectives": [t.to_dict() for t in self.collectives],
             "by_axes": self.by_axes(),
-            "timeline": [dataclasses.asdict(s) for s in self.timeline()],
+            "timeline": [] if refused else [dataclasses.asdict(s) for s in self.timeline()],
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -206,8 +232,8 @@ class StepTime:
         from 0 (``max(compute, memory)``, or on XLA's schedule the step less what is exposed), each collective on its
         axes' row in program order, the part hidden under the compute from 0 on, the exposed part after the compute.
         On the schedule a collective's exposed time can exceed its own (it waited for its links), and then nothing
-        of it is hidden."""
-        busy = max(self.compute, self.memory) if self.scheduled is None else self.scheduled - self.exposed
+        of it is hidden. Raises ``ImpossibleEstimate`` where the model refused the program."""
+        busy = max(self.compute, self.memory) if self.scheduled is None else self.step - self.exposed
         out = [Segment(COMPUTE, 0.0, busy, "compute", None)] if busy > 0 else []
         hidden_at, exposed_at = 0.0, max(busy, 0.0)
         for t in self.collectives:
@@ -285,7 +311,7 @@ def estimate(
             dataclasses.replace(t, exposed=clock.exposed[t.collective.name] / sharing[t.collective.name]) for t in times
         ]
         busy = tuple((k, clock.busy[k]) for k in ("matmul", "memory", "kernels") if clock.busy[k])
-        return StepTime(
+        step = StepTime(
             hw,
             report.title,
             tuple(times),
@@ -298,12 +324,54 @@ def estimate(
             busy,
             tuple(sorted(clock.unestimated)),
         )
+        return check(step, cost, clock.busy[_UNESTIMATED])
     budget = max(compute, memory)
     for i, t in enumerate(times):
         hidden = min(budget, t.total) if t.collective.is_async else 0.0
         budget -= hidden
         times[i] = dataclasses.replace(t, exposed=t.total - hidden)
-    return StepTime(hw, report.title, tuple(times), flops, accessed, compute, memory, loops)
+    return check(StepTime(hw, report.title, tuple(times), flops, accessed, compute, memory, loops), cost)
+
+
+class ImpossibleEstimate(ValueError):
+    """A modelled figure that cannot be true (``check``): the reports print the reason in its place."""
+
+
+_UNESTIMATED = "unestimated kernels"  # the walk's busy time in kernels timed by their bytes alone
+
+
+def check(step: StepTime, cost: Mapping[str, float] | None, unestimated: float = 0.0) -> StepTime:
+    """``step`` refused where a figure of it cannot be true, and warned where it is less certain than the model's
+    validation (``docs/performance_model.md``, *Figures the model refuses*):
+
+    - refused: a cost read from part of the program (``ProgramCost.problem``: shardkit's count of its flops below
+      XLA's own), or a step shorter than the program's own flops take at the chip's peak (above 100% of peak);
+    - warned: kernels without a cost estimate (``unestimated`` seconds of the step, timed by their bytes alone).
+
+    Examples:
+        >>> slow = StepTime(profile("tpu-v5e"), "p", (), flops=1.97e14, compute=1.0, scheduled=2.0)
+        >>> check(slow, None).utilization
+        0.5
+        >>> check(dataclasses.replace(slow, scheduled=0.5), None).step
+        Traceback (most recent call last):
+        ...
+        shardkit.inspect.timing.ImpossibleEstimate: the modelled step (500.00 ms) is shorter than ... above 100% of peak
+    """
+    refused = getattr(cost, "problem", None)
+    modelled = step._modelled
+    if refused is None and step.flops and modelled < step.compute * (1 - 1e-9):
+        refused = (
+            f"the modelled step ({human_seconds(modelled)}) is shorter than the program's own {step.flops:.4g} flops "
+            f"take at {step.hardware.name}'s peak ({human_seconds(step.compute)}): "
+            f"{step.flops / (modelled * step.hardware.flops):.0%} of peak, and no program runs above 100% of peak"
+        )
+    warnings = list(step.warnings)
+    if step.unestimated and refused is None:
+        warnings.append(
+            f"{len(step.unestimated)} kernels without a cost estimate ({unestimated / modelled:.0%} of the step) are "
+            "timed by their bytes alone: where their compute takes longer, the step is longer"
+        )
+    return dataclasses.replace(step, refused=refused, warnings=tuple(warnings))
 
 
 @dataclasses.dataclass
@@ -366,6 +434,7 @@ def walk(
             clock.t += max(mxu, hbm)
             if not op.estimated:
                 clock.unestimated.add(op.name)
+                clock.busy[_UNESTIMATED] += max(mxu, hbm) * scale
         elif op.kind == "start":
             end = clock.run(seconds.get(op.collective, 0.0), lanes.get(op.collective, ""))
             clock.pending[op.key] = (end, op.collective)
@@ -541,17 +610,19 @@ def human_seconds(s: float) -> str:
 
 
 def format_step(step: StepTime) -> str:
-    """The step as one line of totals, a table of collectives, and communication by mesh axes."""
+    """The step as one line of totals (or why there is none), its warnings, a table of collectives, and
+    communication by mesh axes."""
     hw = step.hardware
-    if step.scheduled is not None:
+    if step.refused is not None:
+        lines = [f"{step.title} on {hw.name}: no modelled step: {step.refused}"]
+    elif step.scheduled is not None:
         busy = ", ".join(f"{k} {human_seconds(v)}" for k, v in step.busy) or "nothing"
         lines = [
             f"{step.title} on {hw.name}: step {human_seconds(step.step)} on XLA's schedule = busy ({busy}) + "
             f"{human_seconds(step.exposed)} exposed communication (of {human_seconds(step.communication)}); "
             f"program totals: compute {human_seconds(step.compute)}, memory {human_seconds(step.memory)}"
+            + ("" if step.utilization is None else f"; its flops at {step.utilization:.0%} of peak")
         ]
-        if step.unestimated:
-            lines.append(f"{len(step.unestimated)} kernels without a cost estimate, timed by their bytes alone")
     else:
         basis = (
             f"max(compute {human_seconds(step.compute)}, memory {human_seconds(step.memory)})"
@@ -562,6 +633,7 @@ def format_step(step: StepTime) -> str:
             f"{step.title} on {hw.name}: step {human_seconds(step.step)} = {basis} + "
             f"{human_seconds(step.exposed)} exposed communication (of {human_seconds(step.communication)})"
         ]
+    lines += [f"warning: {w}" for w in step.warnings]
     if step.loops:
         lines.append(f"compute and memory count {describe_loops(step.loops)}")
     if not step.collectives:
@@ -578,7 +650,7 @@ def format_step(step: StepTime) -> str:
             "-" if math.isinf(t.bandwidth) or not t.bandwidth else f"{t.bandwidth / 1e9:.1f}",
             human_seconds(t.seconds),
             human_seconds(t.total),
-            human_seconds(t.exposed),
+            "-" if step.refused else human_seconds(t.exposed),
         ]
         for t in step.collectives
     ]

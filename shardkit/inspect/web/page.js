@@ -417,6 +417,11 @@
         "'tpu-v5e'), shardkit-report --hardware), or compile for a TPU target." :
           "Shardy's plan has no device groups to time: compile it (Compiled.to_html) for the modelled step." }));
     }
+    const warnings = step.warnings.map((w) => el("p", { class: "warning", text: `Warning: ${w}` }));
+    if (step.refused) {  // a figure that cannot be true is never drawn (StepTime.refused)
+      return section("timeline", `The modelled step on ${step.hardware}: refused`, null,
+        el("p", { class: "warning", "data-refused": "true", text: `No modelled step: ${step.refused}.` }));
+    }
     const names = ["compute / memory", ...new Set(step.collectives.map((t) => t.over))];
     const end = Math.max(step.step_seconds, 1e-12);
     const W = 900, left = 150, rowH = 24, top = 8, H = top + names.length * rowH + 34;
@@ -459,11 +464,15 @@
       { title: "sent/device", value: (r) => r.t ? r.t.wire_bytes : 0, text: (r) => humanBytes(r.t ? r.t.wire_bytes : 0), num: true },
       { title: "communication", value: (r) => r.s, text: (r) => humanSeconds(r.s), num: true },
     ], byAxes, { name: "by-axes", sortable: false });
+    const busy = Object.entries(step.busy_seconds).map(([k, v]) => `${k} ${humanSeconds(v)}`).join(", ") || "nothing";
+    const basis = step.scheduled ? `on XLA's schedule = busy (${busy})` :
+      `= max(compute ${humanSeconds(step.compute_seconds)}, memory ${humanSeconds(step.memory_seconds)})`;
+    const peak = step.utilization === null ? "" : ` The program's flops run at ${Math.round(100 * step.utilization)}% of peak.`;
     return section("timeline", `The modelled step on ${step.hardware}: ${humanSeconds(step.step_seconds)}`,
-      `step = max(compute ${humanSeconds(step.compute_seconds)}, memory ${humanSeconds(step.memory_seconds)}) + ` +
-      `${humanSeconds(step.exposed_seconds)} exposed communication (of ${humanSeconds(step.communication_seconds)}). ` +
+      `step ${basis} + ${humanSeconds(step.exposed_seconds)} exposed communication ` +
+      `(of ${humanSeconds(step.communication_seconds)}).${peak} ` +
       "Dark: compute; light: communication hidden under it (async, in program order); red: exposed, after it; " +
-      "dashed: the step. Click a bar for the collective.",
+      "dashed: the step. Click a bar for the collective.", ...warnings,
     el("div", { class: "legend" }, [["#3b5b92", "compute / memory"], ["#9ec5f0", "hidden"], ["#d9412b", "exposed"]]
       .map(([c, t]) => el("span", {}, el("span", { class: "sw", style: `background:${c}` }), t))), picture,
     el("div", { style: "max-width:560px" }, totals));
@@ -523,7 +532,9 @@
       ["sent/device", humanBytes(c.wire_bytes_per_device)],
     ];
     if (m) chips.unshift(["target", m.target || "this process's devices"]);
-    if (s) chips.push(["step", `${humanSeconds(s.step_seconds)} on ${s.hardware}`]);
+    if (s) chips.push(["step", s.refused ? `refused on ${s.hardware}` : `${humanSeconds(s.step_seconds)} on ${s.hardware}`]);
+    const p = program.performance;  // a trainer's count of its work at the step (MaxText's TFLOP/s per chip, MFU)
+    if (p) chips.push(["MFU", `${(100 * p.mfu).toFixed(1)}% (${p.tflops_per_chip.toFixed(1)} TFLOP/s/chip)`]);
     if (m) chips.push(["memory/device", humanBytes(m.total) + (m.capacity ? ` of ${humanBytes(m.capacity)}` : "")]);
     return el("div", { class: "chips" }, chips.map(([k, v]) => el("span", { class: "chip", "data-chip": k },
       el("span", { text: k }), el("b", { text: v }))));
