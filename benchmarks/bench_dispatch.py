@@ -4,7 +4,7 @@ Rows (steady state, per call):
 1. ``x * 2`` on a (8, 128) float32 array sharded P('x', 'y') over a 4x2 mesh: ``sk.jit(f)(x)`` and the AOT
    ``Compiled(x)`` (target <= 1.0x jax.jit, aim 0.95);
 2. the same with 100 arguments in a pytree (a dict of 100 such arrays, summed);
-3. ``x * 2`` on 1 device;
+3. ``x * 2`` on 1 device, on an Array and on a numpy array (C++ dispatch hands shardkit a host value to place);
 4. ``x * 2`` donating its argument (``y = f(y)``);
 5. jax's own ``jax.jit(f)(x)`` and eager ``x * 2`` on an array shardkit built against the same on one jax built
    (target <= 1.05x for ``jax.jit``);
@@ -156,6 +156,11 @@ def one_device():
     return {"jax": burst(lambda: jf(jx)), "sk.jit(f)(x)": burst(lambda: f(x))}
 
 
+def one_device_numpy():
+    f, jf = sk.jit(lambda a: a * 2), jax.jit(lambda a: a * 2)
+    return {"jax": burst(lambda: jf(HOST)), "sk.jit(f)(numpy)": burst(lambda: f(HOST))}
+
+
 def donated():
     s, js = pair("x", "y")
     f = sk.jit(lambda a: a * 2, in_shardings=s, out_shardings=s, donate_argnums=0)
@@ -221,6 +226,7 @@ CASES = [
     ("jax's functions on shardkit-built arrays: jax.jit, eager x * 2", jax_on_shardkit, 201, "jax.jit <= 1.05"),
     ("100 arguments in a pytree, summed", pytree_100, 61, "measured"),
     ("x * 2 on 1 device", one_device, 401, "measured"),
+    ("x * 2 on 1 device, a numpy argument", one_device_numpy, 401, "measured"),
     ("x * 2, donated argument", donated, 401, "measured"),
     ("MLP training step, 4 layers, B=256 D=512, data x model on 4x2", mlp_step, 21, "<= 1.0"),
 ]

@@ -4,6 +4,9 @@ The program is bench_passes' MLP training step (4x2 mesh), lowered by ``sk.jit``
 - ``PassManager("propagate,export-gspmd").run`` with isolation ``none`` (all in-process), ``crash-prone`` (the
   default: propagate's jaxlib pipeline goes to the worker, as bytecode both ways) and ``all``;
 - jax's own ``jax.jit(step, in_shardings=...).lower(...)`` of the same step (caches cleared), for scale;
+- parsing the step's text: ``ir.Module.parse`` alone, ``isolation.parse`` as the tools call it (no crash-prone
+  syntax: in-process, after the nesting check and the screen for it), and in the worker (what input holding
+  crash-prone syntax costs: the text there, its bytecode back, read again here);
 - the worker's start-up (paid once per process), and shardkit-opt as lit runs it (a fresh process per run)
   with ``-propagate`` in-process and isolated.
 Ratios are per round (isolated / in-process), reported as min / median / max.
@@ -27,7 +30,7 @@ from jax.sharding import NamedSharding as JNS, PartitionSpec as JP
 from jaxlib.mlir import ir
 
 import shardkit as sk
-from shardkit.dialects import context
+from shardkit.dialects import context, parsing
 from shardkit.passes import isolation
 
 PIPELINE = "propagate,export-gspmd"
@@ -84,6 +87,26 @@ def main() -> None:
             "crash-prone / jax lower", times["default (isolation=crash-prone)"], times["jax.jit(...).lower(...), cold"]
         )
     )
+
+    source = parsing.Input(text, "step.mlir")
+    ctx = context()
+
+    def in_worker() -> None:
+        with isolation.policy("all"):
+            isolation.parse(source, ctx)
+
+    parses = samples(
+        {
+            "ir.Module.parse": lambda: ir.Module.parse(text, ctx),
+            "isolation.parse, in-process": lambda: isolation.parse(source, ctx),
+            "isolation.parse, in the worker": in_worker,
+        }
+    )
+    for name, values in parses.items():
+        print(f"  {name:44s} {fmt(statistics.median(values))}")
+    base = parses["ir.Module.parse"]
+    print(ratio_line("isolation.parse in-process / parse", parses["isolation.parse, in-process"], base))
+    print(ratio_line("isolation.parse in the worker / parse", parses["isolation.parse, in the worker"], base))
 
     starts = []
     for _ in range(5):

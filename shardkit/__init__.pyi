@@ -6,6 +6,7 @@ from . import (
     distributed as distributed,
     executor as executor,
     inspect as inspect,
+    maxtext as maxtext,
     multihost as multihost,
     passes as passes,
     sharding as sharding,

@@ -109,12 +109,14 @@ def per_device_arrays(x: Any) -> list[Any]:
     return x._arrays
 
 
-def put_host_pieces(aval: Any, sharding: Any, pieces: Sequence[np.ndarray], devices: Sequence[Any]) -> Any:
+def put_host_pieces(
+    aval: Any, sharding: Any, pieces: Sequence[np.ndarray], devices: Sequence[Any], copy: bool = False
+) -> Any:
     """jax's Array from one host piece per device, placed without copying (jax's ``device_put`` copies; jaxlib's
-    zero-copy placement aliases 64-byte-aligned host memory on CPU)."""
-    return xc.batched_device_put(
-        aval, sharding, list(pieces), list(devices), True, False, xc.HostBufferSemantics.ZERO_COPY
-    )
+    zero-copy placement aliases 64-byte-aligned host memory on CPU), or, with ``copy``, copied by jaxlib before it
+    returns (memory that is not shardkit's own, which a later write by its owner must not reach)."""
+    semantics = xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL if copy else xc.HostBufferSemantics.ZERO_COPY
+    return xc.batched_device_put(aval, sharding, list(pieces), list(devices), True, False, semantics)
 
 
 def collect_garbage() -> None:
@@ -297,7 +299,7 @@ def cpp_dispatch(
     static_argnums: Sequence[int],
     static_argnames: Sequence[str],
     key: Any,
-    shard_arg: Callable[[Any, Any], Any],
+    shard_arg: Callable[[Any, Any, Any], Any],
     cache: Any = None,
 ) -> Callable[..., Any]:
     """jaxlib's C++ dispatch, the callable ``jax.jit`` builds, running shardkit's executables: jax's C++ fast
@@ -309,8 +311,9 @@ def cpp_dispatch(
     mesh, x64). The first call of a signature runs ``cache_miss(*args, **kwargs)``, which returns ``(outputs,
     fast_path)``: the call's outputs, and ``fast_path(...)``'s record or None. With a record, later calls of the
     signature run the executable in C++: Array leaves as they are, every other leaf through
-    ``shard_arg(leaf, sharding)``; the outputs are jax's Arrays with the record's shardings. With None, every call
-    of the signature runs ``cache_miss``. ``fun`` is what jax calls under ``jax.disable_jit()`` and, with
+    ``shard_arg(leaf, sharding, placement)`` (``placement`` as the record gives it; for a program on one device
+    C++ places a leaf without one itself); the outputs are jax's Arrays with the record's shardings. With None,
+    every call of the signature runs ``cache_miss``. ``fun`` is what jax calls under ``jax.disable_jit()`` and, with
     ``key``, which entries of ``cache`` the callable shares (None: entries of its own; jaxlib holds ``fun``
     weakly).
     """
@@ -320,23 +323,29 @@ def cpp_dispatch(
         outputs, fast = cache_miss(*args, **kwargs)
         return outputs, fast, False  # False: keep the entry
 
-    def fallback(x: Any, sharding: Any, layout: Any) -> Any:
-        return shard_arg(x, sharding)
-
     extra = () if cache is None else (cache,)
-    return _jax.pjit(
-        name, fun, miss, list(static_argnums), list(static_argnames), key, tree_util.dispatch_registry, fallback, *extra
-    )
+    registry = tree_util.dispatch_registry
+    return _jax.pjit(name, fun, miss, list(static_argnums), list(static_argnames), key, registry, shard_arg, *extra)
 
 
 def fast_path(
-    executable: Any, out_tree: Any, in_shardings: Sequence[Any], out_shardings: Sequence[Any], out_avals: Sequence[Any]
+    executable: Any,
+    out_tree: Any,
+    in_shardings: Sequence[Any],
+    out_shardings: Sequence[Any],
+    out_avals: Sequence[Any],
+    placements: Sequence[Any],
 ) -> Any:
     """The record ``cpp_dispatch``'s C++ path runs a signature from: the executable, the output tree, each argument
     leaf's sharding (what a leaf that is not an Array is placed as), each output's sharding and aval (jax's
     ``ShapedArray``, with its weak type). Every argument is kept and committed outputs only, in default layouts;
     jax's record (``pxla.MeshExecutableFastpathData``, one form from jax 0.10 through 0.12) also carries constants
-    jax hoists out of its programs, which shardkit's have none of."""
+    jax hoists out of its programs, which shardkit's have none of.
+
+    ``placements`` holds, per argument leaf, None or what C++ hands ``shard_arg`` with that leaf on every call, also
+    on one device, where it would place the leaf itself. The record gives it as the leaf's layout, which C++ passes
+    to ``shard_arg`` unread for a leaf that is not an Array (it reads an Array's, and a leaf is an Array in every call
+    of a signature or in none)."""
     from jax._src.interpreters import pxla
 
     n_in, n_out = len(in_shardings), len(out_shardings)
@@ -348,7 +357,7 @@ def fast_path(
         list(out_avals),
         [True] * n_out,
         [True] * n_in,
-        [None] * n_in,
+        list(placements),
         [],
     )
 
@@ -431,6 +440,15 @@ def exported(
         uses_global_constants=False,
         _get_vjp=None,
     )
+
+
+def kept_arguments(lowered: Any, count: int) -> frozenset[int]:
+    """The arguments (flat indices) jax's ``Lowered`` kept in its module: ``jax.jit`` drops those the function does
+    not use, and says which only in its lowering's private compile arguments (``kept_var_idx``; a
+    ``jax.export.Exported`` has the public ``module_kept_var_idx``). All of them where it does not say."""
+    kept = getattr(lowered, "_lowering", None)
+    kept = None if kept is None else getattr(kept, "compile_args", {}).get("kept_var_idx")
+    return frozenset(range(count)) if kept is None else frozenset(kept)
 
 
 def register_sharding_subclass(cls: type, jax_cls: type) -> None:

@@ -7,11 +7,13 @@ to the cached ``Compiled``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import os
+import warnings
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import jax
@@ -305,8 +307,9 @@ def jit(
         static_argnums: positions of arguments that are compile-time constants.
         static_argnames: names of keyword arguments that are compile-time constants (as in ``jax.jit``, each
             of the two also covers the other's arguments where the signature says which is which).
-        donate_argnums: positions of arguments whose buffers the computation may reuse; donated Arrays are
-            deleted after the call.
+        donate_argnums: positions of arguments whose buffers the computation may reuse. As under ``jax.jit``, a
+            call deletes the donated Arrays that XLA reuses for an output; one that no output can reuse stays
+            usable, and lowering warns about it in jax's words ("Some donated buffers were not usable: ...").
         partitioner: ``"shardy"`` (``sdy`` dialect) or ``"gspmd"`` (``mhlo.sharding`` strings).
         platform: the platform jax lowers the body for (``"tpu"``, ``"cpu"``, ``"cuda"``, ``"rocm"``), as
             ``jax.jit(f).trace(...).lower(lowering_platforms=...)``; default this process's. A body with a Pallas
@@ -359,9 +362,19 @@ def _shared(fun: Callable, options: JitOptions) -> _Staged:
 
 
 # filter_jit's donate modes, as equinox.filter_jit names them: which of the staged function's array lists (the
-# first positional argument's, the rest's) XLA may reuse. Equinox's "warn" modes only let jax's warning about an
-# unusable donation through, which shardkit's donation never raises; True and False are "all" and "none".
+# first positional argument's, the rest's) XLA may reuse. The "all" modes filter out lowering's warning about a
+# donated array that XLA cannot reuse, as equinox's do, and the "warn" modes let it through; True and False are
+# "all" and "none".
 _DONATE = {"none": (), "all": (1, 2), "warn": (1, 2), "all-except-first": (2,), "warn-except-first": (2,)}
+
+
+@contextlib.contextmanager
+def _unusable_donations_ignored() -> Iterator[None]:
+    """Where equinox.filter_jit's "all" modes make a call: a whole tree is donated, so some arrays that no output
+    can reuse are expected, and jax's warning about them (which lowering gives in jax's words) is not shown."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+        yield
 
 
 def filter_jit(
@@ -378,10 +391,12 @@ def filter_jit(
 
     Args:
         fun: a function of pytrees (an Equinox module, an optimizer state, ...).
-        donate: which array arguments' buffers the computation may reuse (they are deleted after the call), as
-            ``equinox.filter_jit``'s: ``"all"``, ``"all-except-first"`` (not the first positional argument's, e.g.
-            a model kept across steps), ``"none"``; ``"warn"``/``"warn-except-first"`` as ``"all"``/
-            ``"all-except-first"``; ``True``/``False`` as ``"all"``/``"none"``.
+        donate: which array arguments' buffers the computation may reuse, as ``equinox.filter_jit``'s: ``"all"``,
+            ``"all-except-first"`` (not the first positional argument's, e.g. a model kept across steps),
+            ``"none"``; ``"warn"``/``"warn-except-first"`` as ``"all"``/``"all-except-first"`` but showing jax's
+            warning about donated arrays that no output can reuse (the others hide it); ``True``/``False`` as
+            ``"all"``/``"none"``. A call deletes only the donated arrays XLA reused for an output (as ``jit``'s do):
+            a batch that no output can reuse stays usable.
         partitioner: as for ``jit``.
 
     Examples:
@@ -403,6 +418,7 @@ def filter_jit(
     if fun is None:
         return functools.partial(filter_jit, donate=mode, partitioner=partitioner)
     except_first = mode.endswith("except-first")
+    quiet = mode.startswith("all")
     out_statics: dict[Any, _Static] = {}
 
     def staged(static: _Static, first: list[Any], rest: list[Any]) -> list[Any]:
@@ -419,7 +435,8 @@ def filter_jit(
         static, arrays = _Static.split((args, kwargs))
         hash(static)  # an unhashable non-array argument is named here, not as a static argument of `staged`
         cut = len(_Static.split(args[0])[1]) if except_first and args else 0
-        out = jitted(static, arrays[:cut], arrays[cut:])
+        with _unusable_donations_ignored() if quiet else contextlib.nullcontext():
+            out = jitted(static, arrays[:cut], arrays[cut:])
         return out_statics[static, _signature(arrays)].rebuild(out)
 
     return call

@@ -4,7 +4,10 @@ signature, or one C++ cannot check) runs the Python path again."""
 
 from __future__ import annotations
 
+import warnings
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -168,6 +171,87 @@ def test_a_donated_array_that_may_share_buffers(python_calls):
         assert python_calls[0] == before + 3
         with pytest.raises(ValueError, match=r"args\[0\] is donated, but the same array is also passed"):
             step(x, x)
+
+
+LINE = sk.NamedSharding(sk.make_mesh((8,), ("d",)), P("d"))
+ONE = sk.SingleDeviceSharding(jax.devices()[0])
+
+
+def _donating_calls(jit, kwargs, sharding, how):
+    """What ``jit`` does with a donated ``w`` (float32[8], reused for the output) and a donated ``x`` (int32[16],
+    which no output of that program can reuse) over two calls of one signature: per step (``lower`` for a
+    ``Compiled``, then each call), the warnings' first lines, which arguments the call deleted and its result."""
+    f = jit(lambda w, x: w + x.sum().astype(jnp.float32), donate_argnums=(0, 1), **kwargs)  # new: no cache shared
+    steps = []
+    for step in (["lower"] if how == "compiled" else []) + ["call", "call"]:
+        args = jax.device_put(np.ones(8, np.float32), sharding), jax.device_put(np.arange(16, dtype=np.int32), sharding)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if step == "lower":
+                f = f.lower(*args).compile()
+            else:
+                out = np.asarray(f(*args))
+        said = [str(w.message).splitlines()[0] for w in caught]
+        steps.append((said,) if step == "lower" else (said, tuple(a.is_deleted() for a in args), out.tolist()))
+    return steps
+
+
+@pytest.mark.parametrize("how", ["jit", "compiled"])
+@pytest.mark.parametrize(
+    "kwargs, sharding, warned",
+    [
+        ({}, LINE, False),  # on 8 devices with the outputs left to XLA, x goes to XLA as a donor: no warning
+        ({"out_shardings": LINE}, LINE, True),
+        ({}, ONE, True),
+    ],
+    ids=["8 devices", "8 devices, out_shardings", "1 device"],
+)
+def test_donation_deletes_what_xla_reuses_and_warns_as_jax_jit(kwargs, sharding, warned, how, python_calls):
+    """A call deletes the donated arguments whose buffers XLA reused (w), not the one no output can reuse (x), on the
+    first call (the Python path) and the next (C++); lowering warns about x in jax's words, once."""
+    ours = _donating_calls(sk.jit, kwargs, sharding, how)
+    assert python_calls[0] == 1  # the second call of the signature ran in C++
+    assert ours == _donating_calls(jax.jit, kwargs, sharding, how)
+    calls = ours[-2:]
+    assert [c[1] for c in calls] == [(True, False)] * 2 and calls[0][2] == [121.0] * 8
+    piece = f"int32[{16 // sharding.num_devices}]"
+    assert ours[0][0] == ([f"Some donated buffers were not usable: {piece}."] if warned else [])
+    assert calls[-1][0] == [] and (how == "jit" or calls[0][0] == [])
+
+
+@pytest.mark.parametrize("how", ["jit", "compiled"])
+@pytest.mark.parametrize(
+    "in_shardings",
+    [None, sk.SingleDeviceSharding(jax.devices()[3]), XY],
+    ids=["1 device, left to XLA", "1 device, in_shardings", "8 devices"],
+)
+@pytest.mark.parametrize("dtype", [">f4", ">i4", ">f8"])
+def test_a_non_native_byte_order_is_converted_on_every_call(dtype, in_shardings, how, python_calls):
+    """jaxlib keys a numpy dtype by kind and width, so a big-endian array has the signature of its native twin, and
+    on one device C++ dispatch would place its bytes as they lie (under jax.jit too: garbage, where jax.jit's first
+    call refuses the dtype). shardkit converts it on every call: the first of a signature (either order first) and
+    the later ones in C++, which hands it to ``place``; the values are jax.jit's on the native-order copy."""
+    big = VALUE.astype(dtype)
+    native = big.astype(big.dtype.newbyteorder("="))
+    want = np.asarray(jax.jit(lambda a: a * 2 - 1)(native))
+    with pytest.raises(TypeError) as refused:
+        jax.jit(lambda a: a * 2 - 1)(big)
+    assert f"Dtype {dtype} is not a valid JAX array type" in str(refused.value.__context__)
+    for first in (native, big):
+        f = sk.jit(lambda a: a * 2 - 1, in_shardings=in_shardings)
+        if how == "compiled":
+            f = f.lower(first).compile()
+        before = python_calls[0]
+        for arg in (first, big, big, native):
+            np.testing.assert_array_equal(np.asarray(f(arg)), want)
+        assert python_calls[0] == before + 1  # the later calls ran in C++
+
+
+def test_a_big_endian_0d_array_after_a_numpy_scalar(python_calls):
+    """A numpy scalar is always native, but a 0-d big-endian array has its signature: C++ hands it over too."""
+    f = sk.jit(lambda a: a * 2)
+    assert [float(f(a)) for a in (np.float32(3), np.array(3, ">f4"), np.array(3, ">f4"))] == [6.0] * 3
+    assert python_calls[0] == 1
 
 
 def test_static_arguments_are_part_of_the_signature(python_calls):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -415,6 +416,26 @@ def test_cli_explain(mlir_file, plan):
     assert [c["reasons"] for c in data["collectives"]] == [["contracting"]]
     code, out, _ = run_tool([str(mlir_file), "--explain"] + ["--plan"] * plan)
     assert code == 0 and "all-reduce over 'model'" in out and "because" in out
+
+
+def test_a_module_file_is_named_at_every_line_of_its_explanation(tmp_path):
+    """Read from a file, a module's locations name the file (MLIR parses it from there), so the explanation, its JSON
+    and the page say ``step.mlir:N`` (they said ``-:N``); an argument without a name is ``argument 1`` (once)."""
+    path = tmp_path / "step.mlir"
+    path.write_text(lowered_program("jax20381_contracting_both_sides").as_text())
+    code, out, err = run_tool([str(path), "--explain", "--html", str(tmp_path / "step.html")])
+    assert (code, err) == (0, "")
+    places = re.findall(r" at (\S+):\d+\b", out)
+    assert places and {Path(p).name for p in places} == {"step.mlir"}, out
+    assert "(argument 1 P(" in out and "argument argument" not in out
+    page = (tmp_path / "step.html").read_text()
+    assert "step.mlir:" in page and '"-:' not in page
+    code, out, _ = run_tool([str(path), "--explain", "--json", "--plan"])
+    origins = [o for c in json.loads(out)["collectives"] for cause in c["causes"] for o in cause["have"]["origins"]]
+    assert origins and all(o["source"].startswith(f"{path}:") for o in origins)
+    assert {o["label"] for o in origins} <= {"argument 0", "argument 1"}
+    plan = sk.load(path).communication()  # sk.load of a path reads it as the tools do
+    assert plan.collectives and all(c.source.startswith(f"{path}:") for c in plan.collectives)
 
 
 @pytest.mark.parametrize(

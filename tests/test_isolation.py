@@ -13,8 +13,8 @@ from jaxlib.mlir import ir
 
 import shardkit as sk
 from shardkit import passes
-from shardkit.dialects import context, irx
-from shardkit.passes import Diagnostic, IRPrinting, Pass, PassError, PassManager, isolation
+from shardkit.dialects import context, irx, parsing
+from shardkit.passes import Diagnostic, IRPrinting, MlirPass, Pass, PassError, PassManager, isolation
 
 # From Shardy's ir/test/reshard_verification.mlir (openxla/shardy, Apache-2.0): sdy-insert-explicit-reshards fails
 # a check (SIGABRT) on a reshard that drops one unreduced axis and introduces another, in jaxlib 0.10.2, 0.11.2 and
@@ -30,6 +30,16 @@ func.func @reshard_drop_and_introduce(
 }
 """
 CRASHER = "sdy-insert-explicit-reshards"
+
+# Shardy's verifier of sdy.propagation_edges reads a sharding the op does not have: SIGSEGV while parsing (jaxlib 0.10.2
+# and 0.12.0.1).
+EDGES = """sdy.mesh @mesh = <["z"=4]>
+func.func @f(%arg0: tensor<8x8xf32>) -> (tensor<8x8xf32>) {
+  %0 = sdy.func_data_flow_edge %arg0 {sdy.propagation_edges = #sdy.propagation_edges<[{step-22 = [{"z" = result-0 -> \
+[operand-3]}]}]>, sdy.sharding = #sdy.sharding_per_value<[]>} : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+"""
 
 GOOD = """module attributes {mhlo.num_partitions = 8 : i32} {
   sdy.mesh @mesh = <["x"=8]>
@@ -67,6 +77,27 @@ class Grumble(Pass):
             self.emit_warning(func, "looks odd")
         if self.fail:
             self.emit_error(module.operation, "is not to my liking")
+
+
+@dataclasses.dataclass(frozen=True)
+class AbortAsAWhole(Abort):
+    """Crashes as one job, while its steps, run alone, do not."""
+
+    name = "test-abort-as-a-whole"
+
+    def steps(self) -> tuple[Pass, ...]:
+        return (Grumble(fail=False), Grumble(fail=False))
+
+
+@dataclasses.dataclass(frozen=True)
+class Unmesh(Pass):
+    """Points every sharding at a mesh that does not exist: the module no longer verifies."""
+
+    name = "test-unmesh"
+
+    def apply(self, module: ir.Module) -> None:
+        for op in irx.ops(module, "sdy.mesh"):
+            op.attributes["sym_name"] = ir.StringAttr.get("gone", module.context)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +165,57 @@ def test_a_crash_in_a_crash_prone_pass_is_a_pass_error_at_the_function():
     good = parse()
     passes.run_pipeline(good, "sdy-populate-op-sharding-rules")
     assert "sdy.sharding_rule" in str(good)
+
+
+def test_a_crash_in_a_pipeline_run_as_one_job_names_the_pass_that_crashed():
+    """explain runs Shardy's propagation as one isolated job of many passes; a crash names the pass that crashed
+    (run again there one pass at a time), not the pipeline's first pass."""
+    module = parse(UNREDUCED)
+    pipeline = MlirPass("cse,canonicalize,func.func(sdy-insert-explicit-reshards),symbol-dce")
+    with pytest.raises(PassError) as e:
+        PassManager([pipeline]).run(module)
+    assert e.value.pass_name == "cse,canonicalize,sdy-insert-explicit-reshards,symbol-dce"
+    [diag] = e.value.diagnostics
+    assert diag.message == "pass 'sdy-insert-explicit-reshards' crashed (SIGABRT) on 'builtin.module'"
+    which, words = diag.notes
+    assert which.message == "it is pass 3 of 4: cse, canonicalize, sdy-insert-explicit-reshards, symbol-dce"
+    assert words.message.startswith("the pass's last words: Check failed: ")
+
+
+def test_a_pipeline_whose_passes_do_not_crash_alone_is_named_with_its_passes():
+    with pytest.raises(PassError) as e:
+        PassManager([AbortAsAWhole()], isolation="all").run(parse())
+    assert e.value.diagnostics[0].message == (
+        "pipeline 'test-abort-as-a-whole' crashed (SIGABRT) on 'builtin.module'; run again one pass at a time, none "
+        "of its 2 passes crashed: test-grumble, test-grumble"
+    )
+
+
+def test_an_isolated_pass_that_leaves_the_module_invalid_is_a_pass_error():
+    module = parse()
+    with pytest.raises(PassError) as e:
+        PassManager([Unmesh()], isolation="all").run(module)
+    assert e.value.what == "left the module invalid"
+    assert "unknown mesh" in e.value.diagnostics[0].message, e.value
+
+
+def test_parsing_input_the_verifier_crashes_on_happens_in_the_worker():
+    """Shardy's verifier of sdy.propagation_edges crashes (SIGSEGV) on an edge naming a sharding its op lacks; parsing
+    verifies, so such input is parsed in the worker: a crash there is an error at the attribute."""
+    source = parsing.Input(EDGES, "edges.mlir", first_line=10)
+    module, found = isolation.parse(source, context())
+    assert module is None
+    [diag] = found
+    assert (diag.file, diag.line, diag.col) == ("edges.mlir", 12, 39)
+    assert (
+        diag.message.startswith("MLIR crashed (SIG")
+        and isolation.CRASH_PRONE_SYNTAX["propagation_edges"] in diag.message
+    )
+    fine = EDGES.replace("operand-3", "operand-0").replace("<[]>", '<[<@mesh, [{"z"}, {}]>]>')
+    module, found = isolation.parse(parsing.Input(fine, "edges.mlir"), context())
+    assert found == [] and "sdy.propagation_edges" in str(module)
+    assert isolation.crash_prone_syntax("// propagation_edges\nfunc.func") == ("propagation_edges", 3)
+    assert isolation.crash_prone_syntax(GOOD) is None
 
 
 def test_lowered_run_passes_is_protected_too():

@@ -28,7 +28,7 @@ LAYERS = [
     {"shardkit.executor"},
     {"shardkit.stages"},
     {"shardkit.autosharding"},
-    {"shardkit.multihost"},
+    {"shardkit.multihost", "shardkit.maxtext"},
     {"shardkit"},
     {"shardkit.tools"},
 ]

@@ -262,6 +262,51 @@ def test_jax_export_runs_with_jax_numbers(case: Case, partitioner: str):
         assert jax.tree_util.tree_leaves(inputs)[case.donate[0]].is_deleted()
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_jax_lowered_loads_whole(case: Case):
+    """jax's own ``Lowered`` (``jax.jit(f, ...).lower(...)``, shardings and donation as given) loads with the
+    function's argument tree, the arguments jax dropped as unused put back, and runs with jax's numbers."""
+    e = _export(case, "shardy")
+    kwargs = dict(donate_argnums=case.donate)
+    if case.mesh is not None:
+        specs = jax.tree_util.tree_map(
+            lambda leaf: JNS(case.mesh, leaf[2]) if leaf[2] else None, case.args, is_leaf=_leaf
+        )
+        out = jax.tree_util.tree_map(
+            lambda x: JNS(case.mesh, x) if x is not None else None,
+            case.out,
+            is_leaf=lambda x: isinstance(x, JP) or x is None,
+        )
+        kwargs.update(in_shardings=tuple(specs), out_shardings=out)
+    structs = jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(leaf[0], leaf[1]), case.args, is_leaf=_leaf)
+    theirs = jax.jit(case.fn, **kwargs).lower(*structs)
+    mesh = sk.asarray(jax.device_put(0.0, JNS(case.mesh, JP()))).sharding.mesh if case.bind_mesh else None
+    lowered = sk.load(theirs, mesh=mesh)
+    _assert_same(lowered.compile()(*e.args), _jax_call(e, case))
+
+
+def test_what_jax_dropped_and_its_key_types_carry_over():
+    """jax.jit drops an unused argument (here the batch's ``y``, as MaxText's step drops ``targets_position``) and
+    gives typed PRNG keys; its Lowered and its export load whole, its bare text says why the call does not fit."""
+
+    def step(params, batch):
+        return (params["w"] * batch["x"]).sum(), jax.random.split(jax.random.key(1), 2)
+
+    params, batch = {"w": np.ones(4, np.float32)}, {"x": np.arange(4, dtype=np.float32), "y": np.ones(2, np.int32)}
+    lowered = jax.jit(step).lower(params, batch)
+    assert "tensor<2xi32>" not in lowered.as_text()  # jax dropped it
+    want = jax.jit(step)(params, batch)
+    for source in (lowered, jax.export.export(jax.jit(step))(params, batch)):
+        got = sk.load(source).compile()(params, batch)
+        assert float(got[0]) == float(want[0]) and got[1].dtype == want[1].dtype
+        assert np.array_equal(jax.random.key_data(got[1]), jax.random.key_data(want[1]))
+    bare = sk.load(lowered.as_text()).compile()
+    with pytest.raises(TypeError, match="jax.jit drops the arguments a function does not use"):
+        bare(*jax.tree_util.tree_leaves((params, batch)))
+    with pytest.raises(TypeError, match="not its Compiled"):
+        sk.load(lowered.compile())
+
+
 def test_every_source_format_loads_the_same_program(tmp_path):
     e = _export(CASES[2], "shardy")
     text = e.exp.mlir_module()
@@ -504,7 +549,8 @@ def test_refused_exports_and_sources():
     with pytest.raises(ValueError, match="was exported for 4 devices, but its module has 1 partitions"):
         sk.load(dataclasses.replace(plain, nr_devices=4))
     with pytest.raises(
-        TypeError, match="load takes MLIR text, bytes, a path, an ir.Module or a jax.export.Exported, got int"
+        TypeError,
+        match="load takes MLIR text, bytes, a path, an ir.Module, a jax.export.Exported or jax's Lowered, got int",
     ):
         sk.load(3)
     with pytest.raises(TypeError, match="mesh must be a concrete Mesh"):

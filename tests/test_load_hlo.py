@@ -72,9 +72,9 @@ def test_hand_written_hlo_keeps_every_sharding_and_the_partition_count(tmp_path)
     [
         (
             HAND_WRITTEN.replace("sharding={replicated}", "sharding={devices=[4,2]<=[2]}"),
-            r"dot.hlo:5:39: Cannot parse HLO sharding '\{devices=\[4,2\]<=\[2\]\}': .*iota reshape \[2\]",
+            r"dot.hlo:5:39: error: Cannot parse HLO sharding '\{devices=\[4,2\]<=\[2\]\}': .*iota reshape \[2\]",
         ),
-        (HAND_WRITTEN.replace(" dot(", " dott("), r"dot.hlo:6:21: XLA cannot parse the HLO module: .*dott"),
+        (HAND_WRITTEN.replace(" dot(", " dott("), r"dot.hlo:6:21: error: XLA cannot parse the HLO module: .*dott"),
     ],
     ids=["a sharding XLA would abort on", "what XLA's parser says"],
 )

@@ -31,6 +31,16 @@ func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
 """
 
 
+# Shardy's verifier of sdy.propagation_edges reads a sharding the op does not have: SIGSEGV while parsing.
+EDGES = """sdy.mesh @mesh = <["z"=4]>
+func.func @f(%arg0: tensor<8x8xf32>) -> (tensor<8x8xf32>) {
+  %0 = sdy.func_data_flow_edge %arg0 {sdy.propagation_edges = #sdy.propagation_edges<[{step-22 = [{"z" = result-0 -> \
+[operand-3]}]}]>, sdy.sharding = #sdy.sharding_per_value<[]>} : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+"""
+
+
 def opt(*argv: str, stdin: str | bytes = GOOD) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     stream = io.BytesIO(stdin) if isinstance(stdin, bytes) else io.StringIO(stdin)
@@ -386,6 +396,40 @@ for argv in ([{str(bad)!r}, "-p", "cse"], [{str(text)!r}, "-o", {str(tmp_path)!r
         "shardkit-opt: error: unknown command line argument '-nope'"
     )
     assert "Traceback" not in run.stderr
+
+
+def test_input_the_verifier_crashes_on_is_a_located_diagnostic_in_every_reader(tmp_path):
+    """Shardy's verifier of sdy.propagation_edges crashes (SIGSEGV, jaxlib 0.10.2 and 0.12.0.1) on an edge naming a
+    sharding or operand its op lacks, and parsing verifies: shardkit-opt, shardkit-report and sk.load parse such input
+    in the isolation worker and report the crash at the attribute, exit code 1. Run in a child: a crash ends it."""
+    from tests.child import run_python
+
+    path = tmp_path / "edges.mlir"
+    path.write_text(EDGES)
+    where = f"{path}:3:39: error: MLIR crashed (SIG"
+    opt_run = run_python("from shardkit.tools.opt import main; main()", str(path), "-p", "sdy-lift-inlined-meshes")
+    assert (opt_run.returncode, opt_run.stdout) == (1, ""), opt_run.stderr
+    assert opt_run.stderr.startswith(where) and "Shardy's verifier of sdy.propagation_edges crashes" in opt_run.stderr
+    report = run_python("from shardkit.tools.report import main; main()", str(path), "--plan")
+    assert report.returncode == 1 and report.stderr.startswith(where), report.stderr
+    load = run_python(f"import shardkit as sk\ntry: sk.load({str(path)!r})\nexcept ValueError as e: print(e)")
+    assert load.returncode == 0 and load.stdout.startswith(where), load.stdout + load.stderr
+
+
+def test_a_pass_failing_on_the_module_is_reported_at_the_module(tmp_path):
+    """At the module's text, as mlir-opt reports it (``file.mlir:1:1: error: ...``), naming the pass; a module MLIR
+    makes around top-level ops has no line of its own: where the chunk starts."""
+    one, two = tmp_path / "one.mlir", tmp_path / "two.mlir"
+    one.write_text(GOOD)
+    two.write_text(GOOD + "// -----\n" + GOOD)
+    pipeline = "shard-leading-dim{axis=z}"
+    message = "error: pass 'shard-leading-dim' failed: 'builtin.module' op has no mesh @mesh with axis \"z\""
+    assert opt("-p", pipeline)[2].startswith(f"<stdin>:1:1: {message}")
+    assert opt(str(one), "-p", pipeline)[2].startswith(f"{one}:1:1: {message}")
+    split = opt(str(two), "-p", pipeline, "--split-input-file")[2]
+    assert split.count(f"{two}:1:1: {message}") == 1 and split.count(f"{two}:7:1: {message}") == 1
+    expected = f"// expected-error {{{{has no mesh @mesh with axis}}}}\n{GOOD}"
+    assert opt("-p", pipeline, "--verify-diagnostics", stdin=expected) == (0, "", "")
 
 
 def test_out_of_memory_while_parsing_is_an_error(monkeypatch):

@@ -97,7 +97,7 @@ def autoshard(
         fun=fun,
         args=args,
         donate=donate,
-        user_mesh=user_mesh if user_mesh is not None else mesh if isinstance(mesh, Mesh) else None,
+        user_mesh=_kept_mesh(user_mesh, meshes) if user_mesh is not None else mesh if isinstance(mesh, Mesh) else None,
         out_tree=_out_tree(lowered),
     )
 
@@ -291,11 +291,8 @@ def _meshes(program: Program, machine: model.Machine, mesh: Any, user_mesh: Any)
     if program.mesh is not None:
         _, sdy_mesh = program.mesh
         fixed = MeshShape(tuple(a for a, _ in sdy_mesh.axes), tuple(s for _, s in sdy_mesh.axes))
-        if fixed.size != n:
-            raise ValueError(
-                f"the program's mesh {fixed} (from the shardings it was given) has {fixed.size} devices, but target "
-                f"{machine.target.name} has {n}; give shardings over a mesh of {n} devices, or none."
-            )
+        if fixed.size != n and mesh is None:
+            return _resized(program, fixed, n, machine.target.name)
     if mesh is not None:
         shape = getattr(mesh, "shape", None)
         if not hasattr(mesh, "axis_names") or not hasattr(shape, "items"):
@@ -312,6 +309,55 @@ def _meshes(program: Program, machine: model.Machine, mesh: Any, user_mesh: Any)
     if fixed is not None:
         return [fixed]
     return None
+
+
+def _kept_mesh(user_mesh: Any, meshes: list[MeshShape] | None) -> Any:
+    """The user's mesh where the plan keeps it; None where the search re-plans over the target (``_resized``)."""
+    return user_mesh if meshes is None or any(m.size == user_mesh.size for m in meshes) else None
+
+
+def _resized(program: Program, given: MeshShape, n: int, target: str) -> list[MeshShape]:
+    """The meshes of ``n`` devices with the axes of ``given`` (the mesh the program's shardings and constraints
+    name, built for another device count: a trainer's rules name axes, not sizes), each axis ``given`` uses (its
+    size above 1) any size, the others 1, every given sharding still dividing its dimensions: the search re-plans
+    over the target on them.
+
+    Examples:
+        >>> from shardkit.autosharding.program import Program
+        >>> p = Program(None, (), (), (), None, ())
+        >>> [str(m) for m in _resized(p, MeshShape(("data", "stage", "fsdp"), (2, 1, 4)), 8, "t")]
+        ['data=1 stage=1 fsdp=8', 'data=2 stage=1 fsdp=4', 'data=4 stage=1 fsdp=2', 'data=8 stage=1 fsdp=1']
+    """
+    used = [i for i, s in enumerate(given.sizes) if s > 1]
+    found, refused = [], []
+    for sizes in _factorizations(n, len(used)):
+        shape = list(given.sizes)
+        for i, size in zip(used, sizes):
+            shape[i] = size
+        candidate = MeshShape(given.names, tuple(1 if i not in used else s for i, s in enumerate(shape)))
+        split = [leaf for leaf in program.leaves if leaf.fixed is not None and not _divides(candidate, leaf)]
+        (refused if split else found).append((candidate, split))
+    if not found:
+        mesh, split = refused[0] if refused else (given, [])
+        example = f" (on {mesh}: {split[0].path}, {split[0].shape}, over {split[0].fixed})" if split else ""
+        raise ValueError(
+            f"the program's mesh {given} (from the shardings it was given) has {given.size} devices and target "
+            f"{target} has {n}: no mesh of its axes over {n} devices divides every given sharding{example}; give "
+            f"shardings over a mesh of {n} devices, or none."
+        )
+    return [mesh for mesh, _ in found]
+
+
+def _factorizations(n: int, k: int) -> list[tuple[int, ...]]:
+    """Every way to write ``n`` as an ordered product of ``k`` positive integers (``k = 0``: only ``n = 1``)."""
+    if k == 0:
+        return [()] if n == 1 else []
+    return [(d, *rest) for d in range(1, n + 1) if n % d == 0 for rest in _factorizations(n // d, k - 1)]
+
+
+def _divides(mesh: MeshShape, leaf: Any) -> bool:
+    """Whether ``leaf``'s given sharding splits each dimension evenly on ``mesh``."""
+    return all(dim % mesh.size_of(axes) == 0 for dim, axes in zip(leaf.shape, leaf.fixed))
 
 
 def _out_tree(lowered: Any) -> Any:

@@ -178,8 +178,11 @@ class Plan:
         specs = self._specs(c)
         out = []
         for leaf, arg, spec in zip(self.program.leaves, leaves, specs):
-            if leaf.group is None:
-                out.append(getattr(arg, "sharding", None))
+            given = getattr(arg, "sharding", None)
+            if leaf.group is None and getattr(given, "mesh", mesh).size != mesh.size:  # over the target (_resized)
+                out.append(NamedSharding(mesh, given.spec))
+            elif leaf.group is None:
+                out.append(given)
             else:  # (a sharding over parts of axes, which no PartitionSpec says, is left to the compiler)
                 out.append(None if spec is None else NamedSharding(mesh, P(*_partition(spec))))
         return jax.tree_util.tree_unflatten(tree, out)

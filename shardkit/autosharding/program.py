@@ -63,7 +63,7 @@ class Program:
         module = copy_module(self.module)
         name = self.mesh[0] if self.mesh is not None else MESH
         with module.context, ir.Location.unknown():
-            if self.mesh is None:
+            if self.mesh is None or self.mesh[1].axes != mesh.axes:  # none, or the program's resized (api._resized)
                 _declare(module, name, SdyMesh(mesh.axes))
             module.operation.attributes[irx.NUM_PARTITIONS] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(32), mesh.size

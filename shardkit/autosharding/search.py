@@ -227,11 +227,11 @@ class Search:
     # the search
 
     def run(self, meshes: Sequence[MeshShape] | None) -> list[Candidate]:
-        """Searches the given meshes (None: every mesh of the target's device count) and returns every candidate,
-        best first."""
-        if meshes is not None and len(meshes) == 1:
-            mesh = meshes[0]
-            self.descend(mesh, self.start(mesh, "given mesh"), mesh.names, "given mesh")
+        """Searches the given meshes (None: every mesh of the target's device count; each on its own where the
+        program names its mesh's axes) and returns every candidate, best first."""
+        if meshes is not None and (len(meshes) == 1 or self.program.mesh is not None):
+            for mesh in meshes:  # the given mesh, or the program's own axes resized to the target (api._resized)
+                self.descend(mesh, self.start(mesh, "given mesh"), mesh.names, "given mesh")
             return self.ranked()
         all_meshes = list(meshes) if meshes is not None else mesh_shapes(self.machine.devices)
         flat = next((m for m in all_meshes if len(m.names) == 1), None) or MeshShape(("x",), (self.machine.devices,))

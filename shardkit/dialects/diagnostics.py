@@ -8,8 +8,10 @@ context's diagnostic handlers; shardkit's passes and checks report from Python. 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
+from collections.abc import Iterator
 
 from jaxlib.mlir import ir
 
@@ -76,7 +78,11 @@ def _file_line_col(location: ir.Location) -> tuple[str, int, int]:
 
 
 def op_position(op: ir.Operation) -> tuple[str, int, int]:
-    """``(file, line, col)`` of ``op``, or of its closest ancestor with a file location; empty when none has one."""
+    """``(file, line, col)`` of ``op``, or of its closest ancestor with a file location; empty when none has one.
+
+    The module MLIR's parser makes around top-level ops (an implicit module) is at line 0 of its file; a finding
+    there is placed at 1:1, where the module's text starts, as mlir-opt places a failure on a module.
+    """
     current: ir.Operation | None = op
     first = None
     while current is not None:
@@ -86,7 +92,9 @@ def op_position(op: ir.Operation) -> tuple[str, int, int]:
         first = first or (position if position[0] else None)
         parent = current.parent
         current = parent.operation if parent is not None else None
-    return first or ("", 0, 0)  # a file without a line (an implicit module is at line 0) still names the file
+    if first is not None and first[0] not in ("", "-"):
+        return first[0], 1, 1
+    return first or ("", 0, 0)  # the parser's name for a string ("-") is renamed by the tools, with its line
 
 
 def nesting_error(text: str, name: str, first_line: int = 1) -> Diagnostic | None:
@@ -94,6 +102,23 @@ def nesting_error(text: str, name: str, first_line: int = 1) -> Diagnostic | Non
     (``dialects.nesting``), located in ``name`` (``first_line``: the file line ``text`` starts on), or None."""
     deep = nesting.too_deep(text, first_line)
     return None if deep is None else Diagnostic("error", nesting.MESSAGE, name, *deep)
+
+
+@contextlib.contextmanager
+def captured(context: ir.Context) -> Iterator[list[Diagnostic]]:
+    """The warnings, remarks and errors C++ code emits into ``context`` inside the block and no one else takes
+    (MLIR drops them when no handler does): the parser's and the passes' findings beside their ``MLIRError``."""
+    found: list[Diagnostic] = []
+
+    def take(diag: ir.Diagnostic) -> bool:
+        found.append(Diagnostic.from_mlir(diag))
+        return True
+
+    handler = context.attach_diagnostic_handler(take)
+    try:
+        yield found
+    finally:
+        handler.detach()
 
 
 def clause(error: Exception) -> str:

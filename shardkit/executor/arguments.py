@@ -27,7 +27,17 @@ import jax
 import numpy as np
 
 from shardkit import _jaxlib
-from shardkit.array import deleted_piece, device_dtype, device_put, is_key, piece_shape, sharding_mismatch
+from shardkit.array import (
+    ArgumentTarget,
+    argument_target,
+    deleted_piece,
+    device_dtype,
+    device_put,
+    is_key,
+    piece_shape,
+    put_argument,
+    sharding_mismatch,
+)
 from shardkit.caching import memoize
 from shardkit.lowering import PY_SCALARS, ShapeDtypeStruct
 from shardkit.sharding import Sharding, from_jax
@@ -81,10 +91,30 @@ class ArgumentHandler:
         )
 
 
-def place(x: Any, sharding: Sharding) -> Any:
+def place(x: Any, sharding: Sharding, target: ArgumentTarget | None = None) -> Any:
     """A leaf that is not a committed Array (a numpy array, a Python scalar, an uncommitted Array) placed as
-    ``sharding`` for a call that C++ dispatch runs: the signature already proved its shape and dtype."""
+    ``sharding`` for a call that C++ dispatch runs, by ``put_argument`` where the record gave it a ``target``
+    (``placements``). The signature proved its shape and dtype but not its byte order (jaxlib keys a numpy dtype by
+    kind and width: a ``>f4`` array has ``float32``'s signature); both ways convert it, as a signature's first call
+    does (``device_dtype``)."""
+    if target is not None:
+        return put_argument(x, target)
     return device_put(x, sharding)
+
+
+def placements(leaves: Sequence[Any], shardings: Sequence[Sharding], num_devices: int) -> list[ArgumentTarget | None]:
+    """Per leaf of a signature's first call, the target C++ dispatch hands ``place`` with that leaf on the later calls
+    (``_jaxlib.fast_path``), or None. For a program on one device C++ places a leaf that is not an Array itself, as
+    the raw bytes of its dtype's kind and width, so a later ``>f4`` array in a ``float32`` leaf's place would be read
+    as garbage (under ``jax.jit`` too); a numpy leaf wider than a byte gets a target, so that C++ hands it over. On
+    more devices C++ hands every such leaf over anyway; a Python scalar is native and of another signature (weakly
+    typed), and a one-byte dtype has no byte order."""
+    if num_devices != 1:
+        return [None] * len(leaves)
+    return [
+        argument_target(x, s) if isinstance(x, (np.ndarray, np.generic)) and x.dtype.itemsize > 1 else None
+        for x, s in zip(leaves, shardings)
+    ]
 
 
 def buffers(handlers: Sequence[ArgumentHandler], leaves: Sequence[Any]) -> list[Any]:

@@ -28,6 +28,7 @@ from shardkit.executor.arguments import (
     leaf_paths,
     may_share,
     place,
+    placements,
 )
 from shardkit.executor.targets import device_memory, device_topology, profile_name
 from shardkit.inspect import (
@@ -187,6 +188,7 @@ class Compiled:
             target=lowered.target,
             num_devices=lowered.num_partitions,
             capacity=device_memory(lowered),
+            platform=lowered.device_assignment[0].platform,
         )
 
     def communication(self) -> CommunicationReport:
@@ -236,6 +238,11 @@ class Compiled:
         return self._executable
 
     @property
+    def device_assignment(self) -> tuple[Any, ...]:
+        """The device each partition runs on, in partition order (a target's compile-only devices)."""
+        return tuple(self._lowered.device_assignment)
+
+    @property
     def target(self) -> str | None:
         """The compile-only target compiled for (``tpu-v5e:16x16``, ``cpu:256``), or None for this process's
         devices."""
@@ -262,10 +269,18 @@ class Compiled:
         leaves, tree = flatten_call(args, kwargs)
         if tree != self._lowered.in_tree:
             expected = self._lowered.in_tree
+            takes = ", ".join(f"{a.dtype.name}{list(a.shape)}" for a in self._lowered.in_avals)
+            pruned = (
+                f" Its @main takes {takes}: jax.jit drops the arguments a function does not use, and its lowered text "
+                "does not say which; load jax's Lowered itself (sk.load(jax.jit(f).lower(...))) or a jax.export "
+                "artifact of it, which say."
+                if tree.num_leaves > expected.num_leaves
+                else ""
+            )
             raise TypeError(
                 f"Compiled {self._lowered.name} takes (args, kwargs) structured as {expected} "
                 f"({expected.num_leaves} arrays), but was called with {tree} ({tree.num_leaves} arrays). "
-                "Static arguments are not passed to a Compiled."
+                f"Static arguments are not passed to a Compiled.{pruned}"
             )
         return self.call_flat(leaves)
 
@@ -289,16 +304,23 @@ class Compiled:
         if self._effects is not None or self._lowered.out_keys or (pairs and not _jaxlib.DONATED_TWICE_RAISES):
             return outputs, None
         return outputs, _jaxlib.fast_path(
-            self._executable, self._lowered.out_tree, self._in_flat, self._out_flat, self._out_avals
+            self._executable,
+            self._lowered.out_tree,
+            self._in_flat,
+            self._out_flat,
+            self._out_avals,
+            placements(leaves, self._in_flat, len(self._lowered.device_assignment)),
         )
 
     def _delete_donated(self, leaves: Sequence[Any]) -> None:
-        """Deletes the donated Arrays of a call, as jax does: XLA may reuse their buffers. Even one that already
-        says it is deleted (XLA took its buffers): ``delete`` also drops the array's hold on them, which is what
-        C++ dispatch checks (jaxlib 0.10 crashes on the donated buffers otherwise)."""
+        """Deletes the donated Arrays whose buffers XLA took, and only those, as under ``jax.jit``: the runtime
+        takes the buffers of each parameter the executable aliases to an output (the array then says it is
+        deleted), which is all that C++ dispatch's calls delete too; one that XLA could not reuse stays alive
+        (lowering warned about it). ``delete`` also drops the array's hold on the taken buffers, which is what
+        C++ dispatch checks (jaxlib 0.10 crashes on them otherwise, under ``jax.jit`` too)."""
         for i in self._donated:
             x = leaves[i]
-            if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer):
+            if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer) and x.is_deleted():
                 x.delete()
 
     def _outputs(self, results: list[Any]) -> Any:

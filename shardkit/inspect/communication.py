@@ -119,6 +119,7 @@ class Collective:
             "is_async": self.is_async,
             "op_name": self.op_name,
             "source": self.source,
+            "over": self.over,
         }
 
 
@@ -215,8 +216,11 @@ class CommunicationReport:
         return sum(c.wire_bytes * c.executions for c in self.collectives)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON; ``title`` and ``columns`` are the text report's, which the report page shows too."""
         return {
             "stage": self.stage,
+            "title": self.title,
+            "columns": COLUMNS,
             "mesh": None if self.mesh is None else dict(self.mesh),
             "num_devices": self.num_devices,
             "device_ids": list(self.device_ids),
@@ -244,6 +248,19 @@ class CommunicationReport:
 # -- text ---------------------------------------------------------------------------------------------------
 
 _TITLES = {"xla": "XLA's partitioned program", "shardy": "Shardy's plan (before XLA)"}
+# The collectives table's column labels, by what each shows: the text table's header and the page's (``to_dict``).
+COLUMNS = {
+    "index": "#",
+    "kind": "kind",
+    "over": "over",
+    "operands": "operand/device",
+    "results": "result/device",
+    "bytes": "bytes/device",
+    "sent": "sent/device",
+    "runs": "runs",
+    "op": "op",
+    "source": "source",
+}
 EXPLAIN: Callable[[CommunicationReport], Any] | None = None  # set by shardkit.inspect.explain on import
 
 
@@ -287,10 +304,7 @@ def format_report(report: CommunicationReport) -> str:
         ]
         for i, c in enumerate(report.collectives)
     ]
-    lines += aligned(
-        ["#", "kind", "over", "operand/device", "result/device", "bytes/device", "sent/device", "runs", "op", "source"],
-        rows,
-    )
+    lines += aligned(list(COLUMNS.values()), rows)
     for title, totals in (("by kind", report.by_kind()), ("by mesh axes", report.by_axes())):
         lines.append(f"{title}:")
         lines += aligned(

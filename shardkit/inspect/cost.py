@@ -129,6 +129,10 @@ class ProgramCost(Mapping[str, float]):
         schedule: XLA's schedule of the program, op by op, for the time model (``schedule.read``).
         counted: shardkit's own count of the program's flops with each loop body once, what XLA's ``flops`` counts:
             ``problem`` compares the two.
+        kernel_flops: the matmul work of the program's Pallas kernels (``tpu_custom_call``s) per call, each loop's by
+            its trips: their author's cost estimates, else counted from their Mosaic bodies (``schedule.Op``).
+            XLA's rules and shardkit's count a custom call's bytes only, so ``flops`` leaves them out; the time
+            model adds them (``StepTime.flops``).
 
     Examples:
         >>> def f(ws, x):
@@ -148,6 +152,10 @@ class ProgramCost(Mapping[str, float]):
     loops: tuple[LoopCost, ...] = ()
     schedule: tuple[schedule_.Op, ...] = dataclasses.field(default=(), repr=False)
     counted: float | None = None
+
+    @property
+    def kernel_flops(self) -> float:
+        return _kernel_flops(self.schedule)
 
     @property
     def problem(self) -> str | None:
@@ -185,6 +193,7 @@ class ProgramCost(Mapping[str, float]):
             "xla": {k: self.xla[k] for k in KEYS if k in self.xla},
             "loops": [loop.to_dict() for loop in self.loops],
             "counted": self.counted,
+            "kernel_flops": self.kernel_flops,
             "problem": self.problem,
         }
 
@@ -244,6 +253,14 @@ def program_cost(module: Any, xla_cost: Mapping[str, float]) -> ProgramCost:
         loops=tuple(loops),
         schedule=schedule_.read(text, counter, trips),
         counted=counted,
+    )
+
+
+def _kernel_flops(ops: Sequence[schedule_.Op]) -> float:
+    """The kernels' matmul flops of scheduled ops, a loop's body by its trips."""
+    return sum(
+        op.matmul if op.kind == "kernel" else op.trips * _kernel_flops(op.body) if op.kind == "loop" else 0.0
+        for op in ops
     )
 
 

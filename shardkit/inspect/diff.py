@@ -18,11 +18,12 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import context
+from shardkit.dialects import context, parsing
 from shardkit.inspect import locations, notebook, page, shardy
 from shardkit.inspect.communication import Collective, CommunicationReport, Totals
 from shardkit.inspect.table import ValueSharding, propagated_table
 from shardkit.inspect.units import aligned, human_bytes
+from shardkit.passes import isolation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,15 +184,16 @@ def _report(program: Any, name: str) -> CommunicationReport:
     if isinstance(program, CommunicationReport):
         report = program
     elif isinstance(program, (str, os.PathLike)):
+        path = os.fspath(program)
         try:
-            with open(program, encoding="utf-8") as f:
+            with open(path, encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
-            raise ValueError(f"diff argument {name}: could not read {os.fspath(program)!r}: {e.strerror}") from None
-        try:
-            module = ir.Module.parse(text, context())
-        except ir.MLIRError as e:
-            raise ValueError(f"diff argument {name}: {os.fspath(program)!r} is not an MLIR module: {e}") from None
+            raise ValueError(f"diff argument {name}: could not read {path!r}: {e.strerror}") from None
+        module, found = isolation.parse(parsing.Input(text, path, path=path), context())  # as every reader parses
+        if module is None:
+            errors = "; ".join(str(d) for d in found if d.severity == "error")
+            raise ValueError(f"diff argument {name}: {path!r} is not an MLIR module: {errors}")
         report = shardy.report(module)
     elif isinstance(program, ir.Module):
         report = shardy.report(program)

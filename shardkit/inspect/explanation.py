@@ -55,13 +55,20 @@ class Origin:
     source: str | None
     axes: tuple[str, ...] = ()
 
+    @property
+    def label(self) -> str:
+        """What the text and the page call it: ``argument params['head']``, ``constraint``, and an argument or result
+        without a name by its number, ``argument 3``."""
+        if self.kind == "constraint":
+            return self.kind
+        return self.name if self.name == f"{self.kind} {self.index}" else f"{self.kind} {self.name}"
+
     def __str__(self) -> str:
         where = f" at {locations.short(self.source)}" if self.source else ""
-        name = "" if self.kind == "constraint" else f" {self.name}"
-        return f"{self.kind}{name} {self.spec}{where}"
+        return f"{self.label} {self.spec}{where}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "axes": list(self.axes)}
+        return {**dataclasses.asdict(self), "axes": list(self.axes), "label": self.label}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,8 +127,9 @@ class Cause:
             )
         if self.have.role == "operand" and self.need.role == "result":
             what = "the gradient " if self.reason == "gradient" else ""
-            if self.reason == "lookup":
-                return f"because {self.value} looks up rows of an operand sharded over {axes}: {self.have.spec}{have}"
+            if self.reason == "lookup":  # a scatter is the lookup's backward: it adds rows into the operand
+                verb = "scatters into" if self.value.op.endswith("scatter") else "looks up"
+                return f"because {self.value} {verb} rows of an operand sharded over {axes}: {self.have.spec}{have}"
             return f"because {what}{self.value} reduces over {axes}: its operand is {self.have.spec}{have}"
         if self.reason == "explicit":
             return f"because the shard_map body calls it on {self.value}{have}"

@@ -127,7 +127,8 @@ class StepTime:
         title: the report's title (``XLA's partitioned program``).
         collectives: one entry per collective of the report, in program order.
         flops, bytes_accessed: the program's cost per device (None without one): ``Compiled.cost()``'s, each
-            loop body counted by its trip count, or XLA's cost analysis as given.
+            loop body counted by its trip count and its Pallas kernels' work added (``ProgramCost.kernel_flops``), or
+            XLA's cost analysis as given.
         compute, memory: ``flops / peak`` and ``bytes_accessed / HBM bandwidth`` (0 without a cost analysis).
         loops: the program's while loops and how their bodies were counted (``cost.LoopCost``; empty for a cost
             without them, such as XLA's own analysis, which counts each body once).
@@ -488,7 +489,7 @@ def _cost(cost: Mapping[str, float] | None) -> tuple[float | None, float | None]
         if not isinstance(value, (int, float)) or not value >= 0:
             raise ValueError(f"cost[{key!r}]={value!r} must be a number >= 0.")
         out.append(float(value))
-    return out[0], out[1]
+    return out[0] + getattr(cost, "kernel_flops", 0.0), out[1]
 
 
 def collective_time(c: Collective, hw: Hardware, topology: Topology, index: int = 0) -> CollectiveTime:

@@ -7,7 +7,8 @@ What jax 0.10 prints for a sharded ``jit`` is reproduced attribute for attribute
   ``sdy.sharding`` on main's arguments and results, constraints as ``sdy.sharding_constraint``;
 - GSPMD: ``mhlo.sharding`` strings on arguments and results, constraints as ``custom_call @Sharding``;
 - donation: ``tf.aliasing_output = <result>`` where an output can reuse the donated buffer, else
-  ``jax.buffer_donor = true`` (jax's matching rule, see ``donation``).
+  ``jax.buffer_donor = true`` (jax's matching rule, see ``donation``); a donated argument that is neither gets
+  jax's warning, in jax's words, when it is lowered (``_warn_unusable``).
 
 An argument or result whose sharding is None gets no attribute: the compiler chooses it.
 """
@@ -17,8 +18,10 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
+import warnings
 from collections.abc import Sequence
 
+import jax
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy, stablehlo
 
@@ -88,6 +91,29 @@ def donation(
 
 def _piece(aval: ShapeDtypeStruct, sharding: Sharding | None) -> tuple[int, ...]:
     return aval.shape if sharding is None else sharding.shard_shape(aval.shape)
+
+
+def _warn_unusable(
+    donated: Sequence[bool],
+    aliases: Sequence[int | None],
+    donors: Sequence[bool],
+    in_avals: Sequence[ShapeDtypeStruct],
+    in_shardings: Sequence[Sharding | None],
+) -> None:
+    """jax's warning, in its words and where jax gives it (lowering), naming the per-device pieces of the donated
+    arguments that ``donation`` gave XLA neither as an alias nor as a donor: XLA reuses none of their buffers, so
+    no call deletes them. Its text is what ``equinox.filter_jit(donate="all")`` filters out."""
+    unusable = [
+        str(jax.core.ShapedArray(_piece(a, s), a.dtype, weak_type=a.weak_type))
+        for d, alias, donor, a, s in zip(donated, aliases, donors, in_avals, in_shardings)
+        if d and alias is None and not donor
+    ]
+    if unusable:
+        warnings.warn(
+            f"Some donated buffers were not usable: {', '.join(unusable)}.\n"
+            "See an explanation at https://docs.jax.dev/en/latest/faq.html#buffer-donation.",
+            stacklevel=2,
+        )
 
 
 @memoize()
@@ -182,6 +208,7 @@ def attach(
         main = ir.SymbolTable(module.operation)["main"]
         irx.transform_shardings(main, sharded, body=False)
         aliases, donors = donation(donated, in_avals, out_avals, in_shardings, out_shardings, num_partitions)
+        _warn_unusable(donated, aliases, donors, in_avals, in_shardings)
         i32 = ir.IntegerType.get_signless(32)
         if any(a is not None for a in aliases) or any(donors):
             arg_attrs = irx.value_attrs(main, "arg")

@@ -13,8 +13,10 @@ count XLA takes its ``mhlo.sharding``s over: ``_num_partitions``), so the device
 first ``num_partitions`` devices in order by default, a given device list, or a given ``Mesh`` of the same axes
 as one of the module's meshes (whose ``device_ids``, if any, say which partition each mesh position is).
 
-``jax.export`` drops arguments the function does not use (``module_kept_var_idx``); loading puts them back
-into ``@main`` so a loaded program takes the same arguments as the exported function.
+``jax.export`` and ``jax.jit`` drop arguments the function does not use (an export's ``module_kept_var_idx``, a
+jax ``Lowered``'s kept arguments); loading either object puts them back into ``@main``, so the loaded program takes
+the same arguments (in the same tree) as the function, and gives typed PRNG key outputs back as key arrays. Their
+bare text says neither: a call with the function's arguments then says how many ``@main`` takes and why.
 """
 
 from __future__ import annotations
@@ -33,16 +35,17 @@ from jaxlib.mlir.dialects import stablehlo
 
 from shardkit import _jaxlib
 from shardkit._jaxlib import HloSharding
-from shardkit.dialects import context, copy_module, diagnostics, dtypes, hlo_text, irx, mhlo
+from shardkit.dialects import context, copy_module, diagnostics, dtypes, irx, mhlo, parsing
 from shardkit.dialects.sdy import SdyMesh, SdyTensorSharding, hlo_to_sdy, symbol_ref
 from shardkit.lowering.lower import LoweredModule
-from shardkit.lowering.types import ShapeDtypeStruct
+from shardkit.lowering.types import ShapeDtypeStruct, is_key, physical
 from shardkit.mesh import AbstractMesh, Mesh, mesh_from_jax
 from shardkit.partition_spec import PartitionSpec
+from shardkit.passes import isolation
 from shardkit.sharding import NamedSharding, Sharding, from_hlo
 
 Device = Any
-Source = str | bytes | bytearray | memoryview | os.PathLike | jax.export.Exported | ir.Module
+Source = str | bytes | bytearray | memoryview | os.PathLike | jax.export.Exported | jax.stages.Lowered | ir.Module
 
 _MLIR_MAGIC = b"ML\xefR"  # every MLIR bytecode file; a portable artifact's producer is "StableHLO_v<version>"
 _DONATION_ATTRS = ("tf.aliasing_output", "jax.buffer_donor")
@@ -57,18 +60,54 @@ class LoadError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
+class _Signature:
+    """What jax knows of a program that its module does not say: the arguments' and results' trees and avals (typed
+    PRNG keys as keys), and which arguments the module kept (jax drops the unused)."""
+
+    in_tree: Any
+    in_avals: tuple[Any, ...]
+    out_tree: Any
+    out_avals: tuple[Any, ...]
+    kept: tuple[int, ...]
+
+    @classmethod
+    def of_exported(cls, e: jax.export.Exported) -> _Signature:
+        return cls(e.in_tree, tuple(e.in_avals), e.out_tree, tuple(e.out_avals), tuple(e.module_kept_var_idx))
+
+    @classmethod
+    def of_lowered(cls, lowered: Any) -> _Signature:
+        """jax's ``Lowered``: its public trees, argument info and output info, and its kept arguments."""
+        in_avals = tuple(a._aval if hasattr(a, "_aval") else a for a in jax.tree_util.tree_leaves(lowered.args_info))
+        out_avals = tuple(jax.tree_util.tree_leaves(lowered.out_info))
+        kept = tuple(sorted(_jaxlib.kept_arguments(lowered, len(in_avals))))
+        return cls(lowered.in_tree, in_avals, lowered.out_tree, out_avals, kept)
+
+
+@dataclasses.dataclass(frozen=True)
 class _Parsed:
     module: ir.Module
     name: str
     where: str  # for errors: the file, <string> or <bytes>
     exported: jax.export.Exported | None = None
+    signature: _Signature | None = None
 
 
 def _parse(source: Source, allow_unregistered: bool = False) -> _Parsed:
     if isinstance(source, ir.Module):
         return _Parsed(copy_module(source), "module", "<module>")
     if isinstance(source, jax.export.Exported):
-        return _Parsed(_deserialize_artifact(source.mlir_module_serialized), source.fun_name, source.fun_name, source)
+        module = _deserialize_artifact(source.mlir_module_serialized)
+        return _Parsed(module, source.fun_name, source.fun_name, source, _Signature.of_exported(source))
+    if isinstance(source, jax.stages.Lowered):
+        module = copy_module(source.compiler_ir("stablehlo"))
+        attrs = module.operation.attributes
+        name = ir.StringAttr(attrs["sym_name"]).value if "sym_name" in attrs else "main"
+        return _Parsed(module, name, f"<jax Lowered {name}>", signature=_Signature.of_lowered(source))
+    if isinstance(source, jax.stages.Compiled):
+        raise TypeError(
+            "load takes jax's Lowered, not its Compiled: a Compiled holds XLA's optimized program for each device, "
+            "not the StableHLO it was compiled from. Load jax.jit(f).lower(...) (or jax.export.export(...)) instead."
+        )
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _parse_bytes(bytes(source), "<bytes>", allow_unregistered)
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "{" not in source):
@@ -78,23 +117,24 @@ def _parse(source: Source, allow_unregistered: bool = False) -> _Parsed:
                 data = f.read()
         except OSError as e:
             raise LoadError(f"cannot read '{path}': {e.strerror}") from None
-        return _parse_bytes(data, path, allow_unregistered)
+        return _parse_bytes(data, path, allow_unregistered, path)
     if isinstance(source, str):
         return _parse_text(source, "<string>", allow_unregistered)
     raise TypeError(
-        f"load takes MLIR text, bytes, a path, an ir.Module or a jax.export.Exported, got {type(source).__name__}: "
+        "load takes MLIR text, bytes, a path, an ir.Module, a jax.export.Exported or jax's Lowered, got "
+        f"{type(source).__name__}: "
         f"{source!r:.80}."
     )
 
 
-def _parse_bytes(data: bytes, where: str, allow_unregistered: bool = False) -> _Parsed:
+def _parse_bytes(data: bytes, where: str, allow_unregistered: bool = False, path: str | None = None) -> _Parsed:
     if data.startswith(_MLIR_MAGIC):
         if b"StableHLO_v" in data[:32]:  # the producer string follows the magic and a version byte
             return _Parsed(_deserialize_artifact(data), _stem(where), where)
-        return _parse_text(data, where, allow_unregistered)
+        return _parse_text(data, where, allow_unregistered, path)
     if b"\x00" not in data:
         try:
-            return _parse_text(data.decode("utf-8"), where, allow_unregistered)
+            return _parse_text(data.decode("utf-8"), where, allow_unregistered, path)
         except UnicodeDecodeError:
             pass
     try:
@@ -105,35 +145,29 @@ def _parse_bytes(data: bytes, where: str, allow_unregistered: bool = False) -> _
         raise LoadError(
             f"{where} is not MLIR text, MLIR or StableHLO bytecode, nor a serialized jax.export.Exported."
         ) from None
-    return _Parsed(_deserialize_artifact(exported.mlir_module_serialized), exported.fun_name, where, exported)
+    module = _deserialize_artifact(exported.mlir_module_serialized)
+    return _Parsed(module, exported.fun_name, where, exported, _Signature.of_exported(exported))
 
 
-def _parse_text(text: str | bytes, where: str, allow_unregistered: bool = False) -> _Parsed:
-    deep = diagnostics.nesting_error(text, where) if isinstance(text, str) else None
-    if deep is not None:
-        raise LoadError(str(deep))
-    if isinstance(text, str) and hlo_text.is_hlo_text(text):
-        try:
-            return _Parsed(hlo_text.to_stablehlo(text, context(), where), _stem(where), where)
-        except hlo_text.HloTextError as e:
-            raise LoadError(str(e)) from None
+def _parse_text(text: str | bytes, where: str, allow_unregistered: bool = False, path: str | None = None) -> _Parsed:
+    """``text`` (MLIR text or bytecode, XLA's HLO text; ``path``: the file it is the whole of, whose name its
+    locations then carry) parsed as the tools parse it: in the isolation worker where parsing may crash."""
     ctx = context()
     try:
         ctx.allow_unregistered_dialects = allow_unregistered
-        module = ir.Module.parse(text, ctx)
-        if allow_unregistered:
+        module, found = isolation.parse(parsing.Input(text, where, path=path), ctx)
+        if module is not None and allow_unregistered:
             _drop_foreign(module, where)
-    except ir.MLIRError as e:
-        found = [d.renamed(where) for d in diagnostics.from_mlir_error(e)]
-        message = str(found[0]) if len(found) == 1 else "\n".join(map(str, found))
+    finally:
+        ctx.allow_unregistered_dialects = False
+    if module is None:
+        message = "\n".join(str(d) for d in found if d.severity == "error")
         if "unregistered dialect" in message:
             message += (
                 " (sk.load(..., allow_unregistered=True), shardkit-run --allow-unregistered-dialect, drops the "
                 "attributes of dialects XLA does not know)"
             )
-        raise LoadError(message) from None
-    finally:
-        ctx.allow_unregistered_dialects = False
+        raise LoadError(message)
     return _Parsed(module, _stem(where), where)
 
 
@@ -468,13 +502,20 @@ def _check_exported(exported: jax.export.Exported, devices: tuple[Device, ...]) 
         raise LoadError(f"{name} has ordered effects {exported.ordered_effects} (tokens); shardkit does not run them.")
 
 
-def _restore_dropped(module: ir.Module, main: ir.OpView, exported: jax.export.Exported) -> None:
-    """Gives @main back the arguments ``jax.export`` dropped as unused, so it takes every exported argument."""
-    kept = exported.module_kept_var_idx
-    if len(kept) == len(exported.in_avals):
+def _restore_dropped(module: ir.Module, main: ir.OpView, signature: _Signature, name: str) -> None:
+    """Gives @main back the arguments jax dropped as unused (``_Signature.kept``), so it takes every argument of
+    the function."""
+    kept = signature.kept
+    if len(kept) == len(signature.in_avals):
         return
+    if len(kept) != len(main.regions[0].blocks[0].arguments):
+        raise LoadError(
+            f"{name}'s @main takes {len(main.regions[0].blocks[0].arguments)} arguments, but jax kept {len(kept)} of "
+            f"its {len(signature.in_avals)}: the module is not the one jax lowered."
+        )
     with module.context, ir.Location.unknown():
-        types = [ir.RankedTensorType.get(a.shape, jax_mlir.dtype_to_ir_type(a.dtype)) for a in exported.in_avals]
+        avals = [physical(ShapeDtypeStruct(a.shape, a.dtype)) for a in signature.in_avals]
+        types = [ir.RankedTensorType.get(a.shape, jax_mlir.dtype_to_ir_type(a.dtype)) for a in avals]
         block = main.regions[0].blocks[0]
         old = list(block.arguments)
         new = [block.add_argument(t, ir.Location.unknown()) for t in types]
@@ -622,6 +663,7 @@ class _Program(NamedTuple):
     main: ir.OpView
     meshes: dict[str, SdyMesh]
     partitions: int
+    signature: _Signature | None
 
 
 def _program(source: Source, entry: str | None, index: int | None, allow_unregistered: bool) -> _Program:
@@ -635,7 +677,7 @@ def _program(source: Source, entry: str | None, index: int | None, allow_unregis
     meshes = irx.meshes(module)
     least = parsed.exported.nr_devices if parsed.exported is not None else 1
     partitions = _num_partitions(module, name, main, meshes, hlo, parsed.where, least)
-    return _Program(module, name, parsed.exported, main, meshes, partitions)
+    return _Program(module, name, parsed.exported, main, meshes, partitions, parsed.signature)
 
 
 def partitions(
@@ -660,17 +702,21 @@ def load(
     """The ``LoweredModule`` of a module from anywhere, bound to devices (see the module docstring); ``entry``
     names the function to run (default @main), ``module`` which of a file's top-level modules;
     ``allow_unregistered`` drops the attributes of dialects XLA does not know, with a warning naming them."""
-    module, name, exported, main, meshes, n = _program(source, entry, module, allow_unregistered)
+    module, name, exported, main, meshes, n, signature = _program(source, entry, module, allow_unregistered)
     if exported is not None and exported.nr_devices not in (1, n):
         raise LoadError(f"{name} was exported for {exported.nr_devices} devices, but its module has {n} partitions.")
     assignment, bound, user_mesh = _bind(name, n, meshes, mesh, devices)
     if exported is not None:
         _check_exported(exported, assignment)
-        _restore_dropped(module, main, exported)
+    if signature is not None:
+        _restore_dropped(module, main, signature, name)
     binding = _Binding(meshes, assignment, bound, user_mesh)
     in_avals, out_avals, in_shardings, out_shardings, donated = _read(module, name, binding, main)
-    if exported is not None:
-        in_tree, out_tree = exported.in_tree, exported.out_tree
+    out_keys: tuple[Any, ...] = ()
+    if signature is not None:
+        in_tree, out_tree = signature.in_tree, signature.out_tree
+        keys = tuple(a.dtype if is_key(a.dtype) else None for a in signature.out_avals)
+        out_keys = keys if any(k is not None for k in keys) else ()
     else:
         in_tree = jax.tree_util.tree_structure((tuple(range(len(in_avals))), {}))
         out_tree = jax.tree_util.tree_structure(0 if len(out_avals) == 1 else (0,) * len(out_avals))
@@ -689,6 +735,7 @@ def load(
         device_assignment=assignment,
         mesh=user_mesh or _first_mesh(in_shardings + out_shardings) or next(iter(bound.values()), None),
         target=virtual_target(assignment),
+        out_keys=out_keys,
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects.diagnostics import Diagnostic
+from shardkit.dialects.diagnostics import Diagnostic, captured
 
 
 class PassError(ValueError):
@@ -37,22 +37,13 @@ def collecting(context: ir.Context | None = None) -> Iterator[list[Diagnostic]]:
     """Collects what passes report inside the block: shardkit passes' ``emit_*`` and, given the ``context``,
     the warnings, remarks and uncaptured errors C++ code emits into it (the PassManager wraps every pass in one).
     """
-    found: list[Diagnostic] = []
-    token = _collector.set(found)
-    handler = None
-    if context is not None:
-
-        def take(diag: ir.Diagnostic) -> bool:
-            found.append(Diagnostic.from_mlir(diag))
-            return True
-
-        handler = context.attach_diagnostic_handler(take)
-    try:
-        yield found
-    finally:
-        if handler is not None:
-            handler.detach()
-        _collector.reset(token)
+    with contextlib.ExitStack() as stack:
+        found = stack.enter_context(captured(context)) if context is not None else []
+        token = _collector.set(found)
+        try:
+            yield found
+        finally:
+            _collector.reset(token)
 
 
 def emit(diagnostic: Diagnostic, pass_name: str) -> None:

@@ -9,11 +9,15 @@ the same way; the worker's diagnostics come back as ``Diagnostic`` objects. When
 signal and the last words on its stderr (``Check failed: ...``, ``LLVM ERROR: ...``) become a ``PassError``
 located at the op the pass was running on; the next request starts a new worker.
 
+A pipeline run as one job that crashes is run again there one pass at a time, so the error names the pass that
+crashed. Parsing (which verifies) goes there too where it can crash (``parse``): input holding syntax jaxlib's
+verifiers are known to crash on (``CRASH_PRONE_SYNTAX``), then read back from the worker's bytecode.
+
 One worker serves a process and is reused, so isolation costs a start-up once (about the time of
 ``import shardkit``; ``prestart`` overlaps it with the caller's own work) and then a bytecode round trip per
 pass. Which passes run there is the policy, decided in one place (``isolated``): ``crash-prone`` (default:
-jaxlib passes known to abort, and pipelines that contain one), ``all`` (every pass that pickles, shardkit's own
-included) or ``none``.
+jaxlib passes known to abort, and pipelines that contain one; input with crash-prone syntax), ``all`` (every
+pass that pickles, shardkit's own included, and every parse) or ``none``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from typing import Any, BinaryIO
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import irx
+from shardkit.dialects import irx, parsing
 from shardkit.dialects.diagnostics import Diagnostic, from_mlir_error, op_position
 from shardkit.dialects.sdy import symbol_ref
 from shardkit.passes.diagnostics import PassError
@@ -68,6 +72,14 @@ CRASH_PRONE = frozenset(
         "sdy-resolve-single-device-sharding",  # jaxlib 0.11 and later: a tuple of single-device and tiled results
     }
 )
+
+# Syntax whose verifier jaxlib runs, while parsing, in a way that ends the process on some inputs, with what it
+# does: found by parsing 1.8 million mutations of Shardy's and shardkit's lit inputs with jaxlib 0.10.2 and 0.12.0.1
+# (every crash held this; nothing else crashed). Input holding it is parsed in the worker.
+CRASH_PRONE_SYNTAX = {
+    "propagation_edges": "Shardy's verifier of sdy.propagation_edges crashes on an edge naming an operand, a result "
+    "or a sharding its op does not have",
+}
 
 # When Shardy's propagation looks its entry function up as @main and aborts without one (jaxlib 0.10.2, measured
 # on modules of one or two functions, public or private, with and without a call): the pipeline needs @main
@@ -164,12 +176,38 @@ def current_time_limit() -> float | None:
 @dataclasses.dataclass(frozen=True)
 class Job:
     """What the worker runs: the pass object ``target`` (picklable), named ``pass_name`` in reports;
-    ``per_function`` runs an MLIR pass once per top-level ``func.func``, so a crash is located there."""
+    ``per_function`` runs an MLIR pass once per top-level ``func.func``, so a crash is located there; ``steps``,
+    when given, runs those passes in order instead of ``target`` (a crashed pipeline, again, one pass at a time);
+    ``verify`` verifies the result there before it comes back (MLIR's passes verify their own)."""
 
     pass_name: str
     target: Any
     per_function: bool = False
     allow_unregistered: bool = False
+    verify: bool = True
+    steps: tuple[Any, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class ParseJob:
+    """Parsing ``source`` in the worker, from the working directory ``cwd`` (a relative path is read from there)."""
+
+    source: parsing.Input
+    cwd: str
+    allow_unregistered: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outcome:
+    """A request's end: the final reply (None when the worker died), the last of each progress frame the worker
+    sent (``at``: the function a per-function pass ran on; ``step``: the pass of a step-by-step run; ``verify``),
+    and when it died, how (``SIGSEGV``, ``exit code 3``), its last words and whether the time limit killed it."""
+
+    result: Any
+    progress: dict[str, Any]
+    how: str = ""
+    words: str = ""
+    timed_out: bool = False
 
 
 # -- parent side --------------------------------------------------------------------------------------
@@ -274,33 +312,26 @@ def shutdown() -> None:
             _worker = None
 
 
-def run(module: ir.Module, job: Job) -> list[Diagnostic]:
-    """Runs ``job`` on ``module`` in the worker and writes the result back into ``module`` in place.
-
-    Returns the diagnostics the pass reported; raises PassError when it failed, and when it crashed the
-    worker: then located at the op it was running on, with the signal and the worker's last words.
-    """
+def _ask(job: Job | ParseJob, payload: bytes = b"") -> _Outcome:
+    """Sends one request to the worker (started if need be) and reads its replies; a worker that died is replaced
+    by the next request."""
     global _worker
     prestart()
     with _lock:
         worker = _worker
-        payload = io.BytesIO()
-        module.operation.write_bytecode(payload)
-        at: ir.Operation = module.operation
-        ops = list(module.body.operations)
-        result = None
-        limit = current_time_limit()
+        result, progress = None, {}
+        limit = current_time_limit() if isinstance(job, Job) else None
         watchdog = threading.Timer(limit, worker.process.kill) if limit is not None else None
         if watchdog is not None:
             watchdog.start()
         try:
-            for reply in worker.request((job, payload.getvalue())):
+            for reply in worker.request((job, payload)):
                 if reply is None:
                     break
-                if reply[0] == "at":
-                    at = ops[reply[1]].operation
-                else:
+                if reply[0] == "done":
                     result = reply
+                else:
+                    progress[reply[0]] = reply[1]
         finally:
             if watchdog is not None:
                 watchdog.cancel()
@@ -309,33 +340,139 @@ def run(module: ir.Module, job: Job) -> list[Diagnostic]:
             words = worker.last_words()
             worker.close()
             _worker = None
-            if watchdog is not None and watchdog.finished.is_set() and code == -signal.SIGKILL:
-                raise PassError(job.pass_name, [_timed_out(job.pass_name, at, limit)], "timed out")
-            raise PassError(job.pass_name, [_crash(job.pass_name, at, code, words)], "crashed")
+            timed_out = watchdog is not None and watchdog.finished.is_set() and code == -signal.SIGKILL
+            return _Outcome(None, progress, _how(code), words, timed_out)
         worker.forward_stderr()
-    _, output, found, error = result
+    return _Outcome(result, progress)
+
+
+def run(module: ir.Module, job: Job) -> list[Diagnostic]:
+    """Runs ``job`` on ``module`` in the worker and writes the result back into ``module`` in place.
+
+    Returns the diagnostics the pass reported; raises PassError when it failed, and when it crashed the
+    worker: then located at the op it was running on, with the signal and the worker's last words, naming the
+    pass of a pipeline that crashed.
+    """
+    payload = io.BytesIO()
+    module.operation.write_bytecode(payload)
+    outcome = _ask(job, payload.getvalue())
+    if outcome.result is None:
+        at = module.operation
+        if "at" in outcome.progress:
+            at = list(module.body.operations)[outcome.progress["at"]].operation
+        if outcome.timed_out:
+            raise PassError(job.pass_name, [_timed_out(job.pass_name, at, current_time_limit())], "timed out")
+        if "verify" in outcome.progress:
+            raise PassError(job.pass_name, [_verifier_crash(job.pass_name, at, outcome)], "crashed")
+        raise _crashed(job, payload.getvalue(), at, outcome)
+    _, output, found, error = outcome.result
     if error is not None:
         raise error
     replace_contents(module, ir.Module.parse(output, module.context))
     return found
 
 
-def _crash(pass_name: str, op: ir.Operation, code: int, words: str) -> Diagnostic:
+def _crashed(job: Job, payload: bytes, at: ir.Operation, outcome: _Outcome) -> PassError:
+    """The PassError of a job that crashed the worker; a pipeline of several passes is run again one pass at a time,
+    so the error names the pass that crashed, or, when none does alone, the pipeline and its passes."""
+    steps = job.target.steps() if hasattr(job.target, "steps") and not job.per_function else ()
+    if not steps:
+        return PassError(job.pass_name, [_crash(job.pass_name, at, outcome)], "crashed")
+    names = ", ".join(step.name for step in steps)
+    again = _ask(dataclasses.replace(job, steps=steps), payload)
+    if again.result is None and "step" in again.progress:
+        index = again.progress["step"]
+        crash = _crash(steps[index].name, at, again)
+        which = f"it is pass {index + 1} of {len(steps)}: {names}"
+        note = dataclasses.replace(crash, severity="note", message=which, notes=())
+        return PassError(job.pass_name, [dataclasses.replace(crash, notes=(note, *crash.notes))], "crashed")
+    message = (
+        f"pipeline '{job.pass_name}' crashed ({outcome.how}) on {_op_words(at)}; run again one pass at a time, none "
+        f"of its {len(steps)} passes crashed: {names}"
+    )
+    crash = _crash(job.pass_name, at, outcome)
+    return PassError(job.pass_name, [dataclasses.replace(crash, message=message)], "crashed")
+
+
+def _how(code: int) -> str:
+    """How a process ended, from its return code: ``SIGSEGV``, ``exit code 3``."""
     if code >= 0:
-        how = f"exit code {code}"
-    else:
-        try:
-            how = signal.Signals(-code).name
-        except ValueError:
-            how = f"signal {-code}"
+        return f"exit code {code}"
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _last_words(outcome: _Outcome, whose: str, where: tuple[str, int, int]) -> tuple[Diagnostic, ...]:
+    """A note with the worker's last words (``Check failed: ...``), when it said any."""
+    return (Diagnostic("note", f"{whose} last words: {outcome.words}", *where),) if outcome.words else ()
+
+
+def _crash(pass_name: str, op: ir.Operation, outcome: _Outcome) -> Diagnostic:
     file, line, col = op_position(op)
-    notes = (Diagnostic("note", f"the pass's last words: {words}", file, line, col),) if words else ()
-    return Diagnostic("error", f"pass '{pass_name}' crashed ({how}) on {_op_words(op)}", file, line, col, notes)
+    message = f"pass '{pass_name}' crashed ({outcome.how}) on {_op_words(op)}"
+    return Diagnostic("error", message, file, line, col, _last_words(outcome, "the pass's", (file, line, col)))
+
+
+def _verifier_crash(pass_name: str, op: ir.Operation, outcome: _Outcome) -> Diagnostic:
+    file, line, col = op_position(op)
+    message = f"MLIR's verifier crashed ({outcome.how}) on the module pass '{pass_name}' left"
+    return Diagnostic("error", message, file, line, col, _last_words(outcome, "the verifier's", (file, line, col)))
 
 
 def _timed_out(pass_name: str, op: ir.Operation, seconds: float) -> Diagnostic:
     file, line, col = op_position(op)
     return Diagnostic("error", f"pass '{pass_name}' timed out after {seconds:g} s on {_op_words(op)}", file, line, col)
+
+
+def crash_prone_syntax(data: str | bytes) -> tuple[str, int] | None:
+    """The first word of ``CRASH_PRONE_SYNTAX`` in ``data`` (MLIR text or bytecode, whose strings hold attribute
+    names and unregistered attributes' text) with its offset, the first outside a ``//`` comment where there is
+    one; None when there is none."""
+    newline, comment = ("\n", "//") if isinstance(data, str) else (b"\n", b"//")
+    found = []
+    for word in CRASH_PRONE_SYNTAX:
+        needle = word if isinstance(data, str) else word.encode()
+        first = at = data.find(needle)
+        while at >= 0 and comment in data[data.rfind(newline, 0, at) + 1 : at]:
+            at = data.find(needle, at + 1)
+        if first >= 0:
+            found.append((first if at < 0 else at, word))
+    return (min(found)[1], min(found)[0]) if found else None
+
+
+def parse(source: parsing.Input, ctx: ir.Context) -> tuple[ir.Module | None, list[Diagnostic]]:
+    """``parsing.parse``, in the worker where it may crash: always under the policy ``all``, under ``crash-prone``
+    when ``source`` holds crash-prone syntax; the module comes back as bytecode. A crash there is an error located
+    at the crash-prone syntax (the input's first line without it), with the worker's last words."""
+    suspect = crash_prone_syntax(source.data)
+    policy = current_policy()
+    if policy == "none" or (policy == "crash-prone" and suspect is None):
+        return parsing.parse(source, ctx)
+    outcome = _ask(ParseJob(source, os.getcwd(), ctx.allow_unregistered_dialects))
+    if outcome.result is None:
+        return None, [_parse_crash(source, suspect, outcome)]
+    _, output, found, _ = outcome.result
+    return (None if output is None else ir.Module.parse(output, ctx)), found
+
+
+def _parse_crash(source: parsing.Input, suspect: tuple[str, int] | None, outcome: _Outcome) -> Diagnostic:
+    message = f"MLIR crashed ({outcome.how}) parsing this input"
+    line = col = 0
+    if suspect is not None:
+        word, at = suspect
+        message += f": {CRASH_PRONE_SYNTAX[word]}"
+        if isinstance(source.data, str):
+            while at and (source.data[at - 1].isalnum() or source.data[at - 1] in "._"):
+                at -= 1  # to the start of the attribute's name: sdy.propagation_edges
+            start = source.data.rfind("\n", 0, at) + 1
+            line = source.first_line + source.data.count("\n", 0, at)
+            col = len(source.data[start:at].encode("utf-8")) + 1  # MLIR's columns count bytes
+    elif isinstance(source.data, str):
+        line, col = source.first_line, 1
+    where = (source.name, line, col)
+    return Diagnostic("error", message, *where, _last_words(outcome, "the parser's", where))
 
 
 def _op_words(op: ir.Operation) -> str:
@@ -398,6 +535,9 @@ def serve() -> None:
                 return
             job, payload = request
             ctx.allow_unregistered_dialects = job.allow_unregistered
+            if isinstance(job, ParseJob):
+                write_frame(replies, _parsed(job, ctx))
+                continue
             error, found, module = None, [], None
             try:
                 module = _read_module(payload, ctx, job.pass_name)
@@ -407,14 +547,40 @@ def serve() -> None:
                             if op.operation.name == "func.func":
                                 write_frame(replies, ("at", index))
                                 job.target.run_on(op.operation)
+                elif job.steps:
+                    for index, step in enumerate(job.steps):
+                        write_frame(replies, ("step", index))
+                        found += diagnostics.apply_pass(step, module)
                 else:
                     found = diagnostics.apply_pass(job.target, module)
+                if job.verify:  # the parent reads the result back, which verifies it: a crash must happen here
+                    write_frame(replies, ("verify", True))
+                    _verify(module, job.pass_name)
             except Exception as e:  # noqa: BLE001  (sent back and raised in the parent, as if the pass had run there)
                 error = e if _picklable(e) else RuntimeError(f"{type(e).__name__}: {e}")
             output = io.BytesIO()
             if error is None and module is not None:
                 module.operation.write_bytecode(output)
             write_frame(replies, ("done", output.getvalue(), found, error))
+
+
+def _parsed(job: ParseJob, ctx: ir.Context) -> tuple:
+    """The worker's reply to a ParseJob: the module as bytecode (None when it does not parse) and the diagnostics."""
+    os.chdir(job.cwd)
+    module, found = parsing.parse(job.source, ctx)
+    output = None
+    if module is not None:
+        data = io.BytesIO()
+        module.operation.write_bytecode(data)
+        output = data.getvalue()
+    return "done", output, found, None
+
+
+def _verify(module: ir.Module, pass_name: str) -> None:
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        raise PassError(pass_name, from_mlir_error(e), "left the module invalid") from None
 
 
 def _read_module(payload: bytes, ctx: ir.Context, pass_name: str) -> ir.Module:

@@ -38,17 +38,13 @@ def resolve(spec: PassSpec, context: ir.Context | None = None) -> AnyPass:
         if cls is not None:
             return cls.from_options(dict(spec.options))
     else:
-        inner = [c.name for c in _leaves(spec) if registry.get_pass(c.name) is not None]
+        inner = [c.name for c in spec.leaves() if registry.get_pass(c.name) is not None]
         if inner:
             raise ValueError(
                 f"Pass '{inner[0]}' is a shardkit pass, which runs on the whole module; "
                 f"move it out of '{spec.name}(...)'."
             )
     return MlirPass.resolve(spec, shardkit_context() if context is None else context)
-
-
-def _leaves(spec: PassSpec) -> list[PassSpec]:
-    return [spec] if spec.children is None else [leaf for c in spec.children for leaf in _leaves(c)]
 
 
 # phase is "before" or "after"; the callback may print, time or record.

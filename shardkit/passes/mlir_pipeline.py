@@ -41,7 +41,9 @@ class MlirPass:
 
     @property
     def name(self) -> str:
-        return parse_pipeline(self.text)[0].name
+        """The pass's name (``func.func(cse)``: ``cse``); for a text of several passes their names
+        (``cse,canonicalize``), so a report names the whole pipeline, not its first pass."""
+        return ",".join(leaf.name for spec in parse_pipeline(self.text) for leaf in spec.leaves())
 
     def spec(self) -> str:
         return self.text
@@ -53,6 +55,21 @@ class MlirPass:
     def crash_prone(self) -> bool:
         """Whether this pass, or a pass of the pipeline it expands to, is known to abort on some inputs."""
         return not isolation.CRASH_PRONE.isdisjoint(_expanded_names(self.pipeline_text()))
+
+    def steps(self) -> tuple[MlirPass, ...]:
+        """The passes this one runs, each alone (``func.func(a,b)`` as ``func.func(a)``, ``func.func(b)``), when
+        they are several: the items of its text, or what a registered pipeline expands to; () when MLIR cannot
+        say. Passes MLIR does not register on their own (``sdy-save-module``) are left out: they cannot run alone.
+        The isolation worker runs a crashed pipeline again step by step to name the pass that crashed."""
+        printed = _expansion(self.pipeline_text())
+        if printed is None:
+            return ()
+        steps = []
+        for item in parse_pipeline(printed):
+            for leaf in item.children if item.children is not None else (item,):
+                if is_mlir_pass(leaf.name):
+                    steps.append(MlirPass(f"{item.name}({leaf})" if leaf is not item else str(leaf)))
+        return tuple(steps) if len(steps) > 1 else ()
 
     @classmethod
     def resolve(cls, spec: PassSpec, context: ir.Context) -> MlirPass:
@@ -84,7 +101,11 @@ class MlirPass:
             return
         if isolation.isolated(self):
             job = isolation.Job(
-                self.name, self, per_function=self.nest, allow_unregistered=module.context.allow_unregistered_dialects
+                self.name,
+                self,
+                per_function=self.nest,
+                allow_unregistered=module.context.allow_unregistered_dialects,
+                verify=False,  # MLIR's PassManager verifies after every pass
             )
             for found in isolation.run(module, job):
                 diagnostics.emit(found, self.name)

@@ -35,6 +35,10 @@ class PassSpec:
     options: tuple[tuple[str, str], ...] = ()
     children: tuple[PassSpec, ...] | None = None
 
+    def leaves(self) -> list[PassSpec]:
+        """The passes under this item, anchors looked through (itself, for a pass)."""
+        return [self] if self.children is None else [leaf for c in self.children for leaf in c.leaves()]
+
     def __str__(self) -> str:
         if self.children is not None:
             return f"{self.name}({_join(self.children)})"

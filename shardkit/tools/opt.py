@@ -6,8 +6,9 @@ every pass; docs/shardkit-opt.md describes both). Problems in the input are diag
 prints them (``file:line:col: error: ...``, the source line, a caret) with exit code 1; problems with the
 command line or files are one line ``shardkit-opt: error: ...`` with exit code 1; never a traceback.
 A pass that crashes (jaxlib's C++ passes abort on some inputs) runs in a child process and is reported as
-``pass 'X' crashed (SIGABRT) on 'func.func' @main`` at that function. Output that would not parse back is
-reported instead of written.
+``pass 'X' crashed (SIGABRT) on 'func.func' @main`` at that function; so does parsing input that jaxlib's
+verifiers are known to crash on (``isolation.CRASH_PRONE_SYNTAX``), and then every pass over it. Output that
+would not parse back is reported instead of written.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from typing import BinaryIO, TextIO
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import context, diagnostics, irx
+from shardkit.dialects import context, diagnostics, irx, parsing
 from shardkit.dialects.diagnostics import Diagnostic
-from shardkit.passes import IRPrinting, PassError, PassManager
+from shardkit.passes import IRPrinting, PassError, PassManager, isolation
 from shardkit.passes.manager import format_timings
 from shardkit.tools import catalog, cli, expected, source
 from shardkit.tools.main import ToolMain
@@ -32,6 +33,7 @@ from shardkit.tools.render import SourceMgr
 
 _PARSER_BUFFER = re.compile(r'"-":(?=\d+:\d+)')
 _OP_TEXT = re.compile(r'(%[^=]+ = )?"?[A-Za-z_][\w$]*\.[\w$.]+"?[ (<{]')  # "%1 = func.call @f(...", '"a.b"(...'
+_AT_OP = re.compile(r"'([\w$.]+)' op ")  # MLIR's emitError at an op: "'func.func' op arg 0 - ..."
 _VERBOSITY = {"errors": ("error",), "warnings": ("error", "warning"), "remarks": ("error", "warning", "remark")}
 
 
@@ -95,7 +97,7 @@ class OptMain(ToolMain):
         except source.InputError as e:
             return self.error(str(e))
         ctx = context()
-        with self._context_flags(ctx):
+        with self._context_flags(ctx), isolation.policy(args.isolate_passes):
             try:
                 pm = self._pass_manager(ctx)
             except ValueError as e:  # syntax, unknown pass, bad option, misplaced pipeline, broken plugin
@@ -132,8 +134,7 @@ class OptMain(ToolMain):
                 render=self._print,
                 stream=self.stderr,
             ),
-            isolation=args.isolate_passes,
-            pass_timeout=args.pass_timeout,
+            pass_timeout=args.pass_timeout,  # isolation: the run's policy (``run``), "all" for crash-prone input
         )
 
     def _print(self, module: ir.Module) -> str:
@@ -153,8 +154,10 @@ class OptMain(ToolMain):
         args = self.args
         sources = SourceMgr({name: text if isinstance(text, str) else ""})
         outputs, timings, failed = [], [], False
-        for chunk in source.chunks(text, args.split_input_file):
-            result = self._run_chunk(ctx, pm, chunk, name)
+        chunks = source.chunks(text, args.split_input_file)
+        path = None if args.input == "-" or len(chunks) > 1 else args.input  # MLIR reads a whole file itself
+        for chunk in chunks:
+            result = self._run_chunk(ctx, pm, chunk, name, path)
             timings += pm.timings
             if result.output is not None:
                 outputs.append(result.output)
@@ -195,14 +198,17 @@ class OptMain(ToolMain):
             return self.error(f"could not write output file '{args.output}': {e.strerror}")
         return 1 if failed else 0
 
-    def _run_chunk(self, ctx: ir.Context, pm: PassManager, chunk: source.Chunk, name: str) -> _Result:
-        module, found = source.parse(ctx, chunk, name)
+    def _run_chunk(self, ctx: ir.Context, pm: PassManager, chunk: source.Chunk, name: str, path: str | None) -> _Result:
+        module, found = source.parse(ctx, chunk, name, path)
         if module is None:
             return _Result(found)
+        suspect = isolation.crash_prone_syntax(chunk.bytecode or chunk.text)
+        policy = "all" if suspect and isolation.current_policy() == "crash-prone" else isolation.current_policy()
         try:
-            pm.run(module)
+            with isolation.policy(policy):  # input jaxlib's verifiers may crash on is verified in the worker only
+                pm.run(module)
         except PassError as e:
-            return _Result(found + [self._locate(d, e, module).renamed(name) for d in e.diagnostics])
+            return _Result(found + [_at_module(d, e, module, chunk).renamed(name) for d in e.diagnostics])
         found += [d.renamed(name) for d in pm.warnings]
         printed = self._print(module)
         unparsable = _does_not_parse_back(printed, module, ctx, name)
@@ -214,14 +220,25 @@ class OptMain(ToolMain):
             return _Result(found, data.getvalue())
         return _Result(found, printed + "\n")
 
-    @staticmethod
-    def _locate(diag: Diagnostic, error: PassError, module: ir.Module) -> Diagnostic:
-        """A pass's finding without a location is reported at the module, naming the pass (a crash names it)."""
-        if diag.located:
-            return diag
-        file, line, col = diagnostics.op_position(module.operation)
-        message = diag.message if error.what == "crashed" else f"pass '{error.pass_name}' failed: {diag.message}"
-        return dataclasses.replace(diag, message=message, file=diag.file or file, line=line, col=col)
+
+def _at_module(diag: Diagnostic, error: PassError, module: ir.Module, chunk: source.Chunk) -> Diagnostic:
+    """A pass's finding named by the pass (a crash or a timeout names it already) when it is on the module or at no
+    op, and placed at the module. The module MLIR makes around a chunk's top-level ops has no line: such findings
+    are placed where its text starts, as mlir-opt places a failure on a module (``file.mlir:1:1``). A finding at
+    another op that has no location stays where it is (``@unknown``)."""
+    at_op = _AT_OP.match(diag.message)
+    op_name = at_op.group(1) if at_op else None
+    if diag.located and op_name != "builtin.module":
+        return diag
+    file, line, col = diagnostics.op_position(module.operation)
+    if op_name not in (None, "builtin.module"):
+        line = col = 0
+    elif not line and chunk.bytecode is None:
+        line, col = chunk.first_line, 1
+    named = error.what in ("crashed", "timed out")
+    message = diag.message if named else f"pass '{error.pass_name}' failed: {diag.message}"
+    notes = tuple(n if n.located else dataclasses.replace(n, line=line, col=col) for n in diag.notes)
+    return dataclasses.replace(diag, message=message, file=diag.file or file, line=line, col=col, notes=notes)
 
 
 def _without_op_dumps(diag: Diagnostic) -> Diagnostic:
@@ -240,11 +257,10 @@ def _without_op_dumps(diag: Diagnostic) -> Diagnostic:
 def _does_not_parse_back(printed: str, module: ir.Module, ctx: ir.Context, name: str) -> list[Diagnostic]:
     """Errors at each op holding an attribute whose printed form does not parse back, when the printed module
     does not; shardkit-opt must never write output that it (or mlir-opt) cannot read."""
-    try:
-        ir.Module.parse(printed, ctx)
+    parsed, found = isolation.parse(parsing.Input(printed, name), ctx)
+    if parsed is not None:
         return []
-    except ir.MLIRError as e:
-        first = diagnostics.from_mlir_error(e)[0]
+    first = next(d for d in found if d.severity == "error")
     culprits = []
     for op in irx.ops(module):
         for attr_name in list(op.attributes):

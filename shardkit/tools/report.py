@@ -57,7 +57,18 @@ def _arg_parser() -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", nargs="+", help="a sharded StableHLO .mlir file, or - for stdin (two with --diff)")
+    parser.add_argument(
+        "input",
+        nargs="+",
+        help="a sharded StableHLO .mlir file, or - for stdin (two with --diff); with --maxtext, MaxText's config and "
+        "its KEY=VALUE overrides",
+    )
+    parser.add_argument(
+        "--maxtext",
+        action="store_true",
+        help="INPUT is MaxText's config (base.yml, tpu/v5e/16b.sh) and KEY=VALUE overrides: report MaxText's own "
+        "train step (docs/maxtext.md)",
+    )
     parser.add_argument("--mesh", default="", help="axis names and sizes, e.g. data=4,model=2 (default: the module's)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--plan", action="store_true", help="Shardy's plan before XLA instead of compiling")
@@ -98,6 +109,8 @@ class ReportMain(ToolMain):
         if (args.image or args.html) and args.table:
             flag = "--image" if args.image else "--html"
             return self.error(f"{flag} draws the communication report; it does not apply to --table")
+        if args.maxtext:
+            return self.maxtext()
         if len(args.input) != (2 if args.diff else 1):
             wanted = "two inputs (A.mlir B.mlir)" if args.diff else "one input (two only with --diff)"
             return self.error(f"expected {wanted}, got {len(args.input)}: {' '.join(args.input)}")
@@ -141,6 +154,55 @@ class ReportMain(ToolMain):
         self.stdout.write(out)
         return 0
 
+    def maxtext(self) -> int:
+        """``--maxtext``: MaxText's own train step built from its config (``shardkit.maxtext``), lowered in
+        MaxText's contexts, compiled for ``--target`` (this machine's devices without), and reported as a module
+        is, with MaxText's count of its work at the modelled step (TFLOP/s per chip, MFU)."""
+        from shardkit import maxtext
+        from shardkit.executor.targets import profile_name
+        from shardkit.inspect import OutOfMemoryError
+
+        args = self.args
+        for flag, given in (("--diff", args.diff), ("--table", args.table), ("--mesh", args.mesh)):
+            if given:
+                return self.error(f"{flag} does not apply to --maxtext: MaxText builds its own mesh and step")
+        if args.autoshard or args.trace or args.model_explorer or args.image:
+            return self.error(
+                "--maxtext reports MaxText's step: --autoshard, --trace, --model-explorer and --image "
+                "take a module file (write it with Lowered.as_text())"
+            )
+        config, overrides = args.input[0], args.input[1:]
+        try:
+            step = maxtext.train_step(config, *overrides, target=args.target)
+            lowered = step.lower()
+            if args.plan:
+                result = lowered.communication()
+                views: dict[str, Any] = {"communication": result.explain() if args.explain else result}
+            else:
+                compiled = step.compile(lowered)
+                result = compiled.communication()
+                views = {"communication": result.explain() if args.explain else result}
+                if args.target:
+                    views["memory"] = compiled.memory()
+                hardware = args.hardware or profile_name(args.target)
+                if hardware:
+                    views["time"] = result.time(hardware)
+                    if views["time"].refused is None and profile_name(args.target):
+                        views["performance"] = step.performance(compiled, views["time"])
+            name = pathlib.Path(config).name
+            if args.html:
+                self.write_page(result, name, views)
+        except OutOfMemoryError as e:
+            return self.does_not_fit(e.report, args.json)
+        except (ValueError, TypeError, ImportError) as e:
+            return self.error(str(e))
+        except JaxRuntimeError as e:
+            return self.error(f"XLA could not compile MaxText's step: {str(e).splitlines()[0]}")
+        except OSError as e:
+            return self.error(f"could not write '{e.filename}': {e.strerror}")
+        self.stdout.write(_json(views) + "\n" if args.json else "\n".join(map(str, views.values())))
+        return 0
+
     def load(self, path: str) -> tuple[ir.Module, str] | int:
         """The parsed module and its name, or the exit code after reporting why it could not be read."""
         from shardkit.dialects import context
@@ -161,7 +223,8 @@ class ReportMain(ToolMain):
                 return sk.load(data).compiler_ir(), name
             except LoadError:
                 return self.error(f"{e}, nor a serialized jax.export artifact")
-        module, found = source.parse(context(), source.chunks(text, split=False)[0], name)
+        whole = source.chunks(text, split=False)[0]
+        module, found = source.parse(context(), whole, name, None if path == "-" else path)
         for diag in found:
             self.stderr.write(f"{diag}\n")
         return 1 if module is None else (module, name)
@@ -257,7 +320,12 @@ class ReportMain(ToolMain):
 
         explanation = views["communication"] if self.args.explain else None
         data = page.program(
-            result, name=name, explanation=explanation, memory=views.get("memory"), step=views.get("time")
+            result,
+            name=name,
+            explanation=explanation,
+            memory=views.get("memory"),
+            step=views.get("time"),
+            performance=views.get("performance"),
         )
         stage = "Shardy's plan" if self.args.plan else f"XLA's program for {self.args.target or 'this machine'}"
         page.program_page("program", [data], f"{name}: {stage}").save(self.args.html)

@@ -1,6 +1,6 @@
 """The tools' input: reading it (MLIR text or bytecode, or XLA's HLO text), cutting it into ``// -----`` chunks
-(shardkit-opt's ``--split-input-file``) and parsing each (checked with ``dialects.nesting`` before MLIR parses
-it), so shardkit-opt and shardkit-report read the same inputs with the same errors."""
+(shardkit-opt's ``--split-input-file``) and parsing each (``dialects.parsing``, in the isolation worker where
+parsing may crash), so shardkit-opt and shardkit-report read the same inputs with the same errors."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from shardkit.dialects import diagnostics, hlo_text
+from shardkit.dialects import parsing
 from shardkit.dialects.diagnostics import Diagnostic
-from shardkit.passes.diagnostics import collecting
+from shardkit.passes import isolation
 
 BYTECODE_MAGIC = b"ML\xefR"
 _SPLIT = re.compile(r"^// -----", re.MULTILINE)
@@ -73,23 +73,10 @@ def chunks(source: str | bytes, split: bool) -> list[Chunk]:
     return found
 
 
-def parse(ctx: ir.Context, chunk: Chunk, name: str) -> tuple[ir.Module | None, list[Diagnostic]]:
-    """The chunk's module (None when it does not parse) and the diagnostics parsing it reported, named ``name``."""
-    if chunk.bytecode is None:
-        deep = diagnostics.nesting_error(chunk.text, name, chunk.first_line)
-        if deep is not None:
-            return None, [deep]
-        if hlo_text.is_hlo_text(chunk.text):
-            try:
-                return hlo_text.to_stablehlo(chunk.text, ctx, name), []
-            except hlo_text.HloTextError as e:
-                return None, [Diagnostic("error", e.reason, name, e.line and e.line + chunk.first_line - 1, e.col)]
-    try:
-        with collecting(ctx) as found:
-            # Blank lines in front keep the parser's line numbers equal to the file's.
-            module = ir.Module.parse(chunk.bytecode or "\n" * (chunk.first_line - 1) + chunk.text, ctx)
-    except ir.MLIRError as e:
-        return None, [d.renamed(name) for d in [*found, *diagnostics.from_mlir_error(e)]]
-    except MemoryError:
-        return None, [Diagnostic("error", "out of memory while parsing this input", name)]
-    return module, [d.renamed(name) for d in found]
+def parse(
+    ctx: ir.Context, chunk: Chunk, name: str, path: str | None = None
+) -> tuple[ir.Module | None, list[Diagnostic]]:
+    """The chunk's module (None when it does not parse) and the diagnostics parsing it reported, named ``name``;
+    ``path``: the file the chunk is the whole of, whose name its locations then carry."""
+    data = chunk.text if chunk.bytecode is None else chunk.bytecode
+    return isolation.parse(parsing.Input(data, name, chunk.first_line, path), ctx)

@@ -4,6 +4,8 @@ Sharding, and jax's Arrays and ShapeDtypeStructs are read by ``sk.jit`` as jax r
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -319,6 +321,74 @@ def test_filter_jit_is_equinox_s_decorator_factory(donate):
         got[name] = (np.asarray(out["w"]), out["n"], model["w"].is_deleted(), x.is_deleted())
     assert got["shardkit"][1:] == got["equinox"][1:], got
     np.testing.assert_array_equal(got["shardkit"][0], got["equinox"][0])
+
+
+@pytest.mark.parametrize("donate", ["all", "warn", "all-except-first", "warn-except-first", "none"])
+def test_filter_jit_warns_about_unusable_donations_as_equinox_does(donate):
+    """A donated batch that no output can reuse (int32 beside a float32 model, on one device): equinox's "warn" modes
+    show jax's warning, its "all" modes filter it out, and the batch is not deleted; on the first call and the next
+    (C++ dispatch), under equinox.filter_jit and sk.filter_jit alike."""
+    eqx = pytest.importorskip("equinox")
+    device = jax.devices()[0]
+
+    def step(model, batch):
+        return {"w": model["w"] * 2 + batch.sum().astype(F32)}
+
+    got = {}
+    for name, factory in (("equinox", eqx.filter_jit), ("shardkit", sk.filter_jit)):
+        stepped = factory(donate=donate)(step)  # a new function: no lowering cached from another mode
+        calls = []
+        for _ in range(2):
+            model, batch = {"w": jax.device_put(VALUE, device)}, jax.device_put(np.arange(10, dtype=np.int32), device)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out = np.asarray(stepped(model, batch)["w"])
+            said = [str(w.message).splitlines()[0] for w in caught if "donated" in str(w.message)]
+            calls.append((said, model["w"].is_deleted(), batch.is_deleted(), out.tolist()))
+        got[name] = calls
+    assert got["shardkit"] == got["equinox"], got
+    shown = ["Some donated buffers were not usable: int32[10]."] if donate.startswith("warn") else []
+    assert [c[0] for c in got["shardkit"]] == [shown, []]
+    assert not any(c[2] for c in got["shardkit"])
+
+
+def test_filter_jit_donate_all_runs_equinox_s_data_parallel_loop_twice_over_one_batch():
+    """Equinox's data-parallel guide with ``donate="all"``: the batch is donated but no output reuses it, so it is not
+    deleted and the loop can take it again (it was deleted, and the second step raised); the same losses, deleted
+    arrays and values as under equinox.filter_jit."""
+    eqx = pytest.importorskip("equinox")
+    optax = pytest.importorskip("optax")
+
+    def run(filter_jit, mesh, named):
+        data, replicated = named(mesh, P("batch")), named(mesh, P())
+        model = eqx.nn.MLP(in_size=4, out_size=1, width_size=16, depth=2, key=jax.random.PRNGKey(0))
+        optim = optax.adam(1e-2)
+        opt_state = optim.init(eqx.filter(model, eqx.is_inexact_array))
+        model, opt_state = eqx.filter_shard((model, opt_state), replicated)
+
+        @filter_jit(donate="all")
+        def train_step(model, opt_state, x, y):
+            model, opt_state = eqx.filter_shard((model, opt_state), replicated)
+            x, y = eqx.filter_shard((x, y), data)
+            loss, grads = eqx.filter_value_and_grad(lambda m: jnp.mean((jax.vmap(m)(x) - y) ** 2))(model)
+            updates, opt_state = optim.update(grads, opt_state, eqx.filter(model, eqx.is_inexact_array))
+            model = eqx.apply_updates(model, updates)
+            return *eqx.filter_shard((model, opt_state), replicated), loss
+
+        rng = np.random.default_rng(0)
+        batch = eqx.filter_shard((rng.normal(size=(64, 4)).astype(F32), rng.normal(size=(64, 1)).astype(F32)), data)
+        losses = []
+        for _ in range(2):
+            model, opt_state, loss = train_step(model, opt_state, *batch)
+            losses.append(float(loss))
+        return losses, [b.is_deleted() for b in batch], eqx.filter(model, eqx.is_array)
+
+    jax_mesh = jax.make_mesh((8,), ("batch",), axis_types=(jax.sharding.AxisType.Auto,))
+    want = run(eqx.filter_jit, jax_mesh, jax.sharding.NamedSharding)
+    got = run(sk.filter_jit, sk.make_mesh((8,), ("batch",)), sk.NamedSharding)
+    assert got[:2] == want[:2] and got[1] == [False, False], (got[:2], want[:2])
+    for g, w in zip(jax.tree.leaves(got[2]), jax.tree.leaves(want[2])):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
 
 def test_filter_jit_names_an_unknown_donate_mode():

@@ -289,7 +289,7 @@
     const item = why.items[i];
     const timed = program.step ? program.step.collectives[i] : null;
     return el("div", { class: "why", "data-collective": i },
-      el("div", { class: "what" }, `#${i} ${c.kind} over ${c.axes === null ? "?" : c.axes.length ? c.axes.join(",") : "-"}`,
+      el("div", { class: "what" }, `#${i} ${c.kind} over ${c.over}`,
         ` of ${c.results.join(", ")}: ${humanBytes(c.wire_bytes_per_device)} sent per device x ${c.executions}`,
         timed ? `, ${humanSeconds(timed.total_seconds)} (${humanSeconds(timed.exposed_seconds)} exposed)` : ""),
       item ? el("div", {}, item.reasons.map((r) => el("span", { class: "tag", text: r })), item.summary) :
@@ -344,7 +344,7 @@
       el("dt", { text: c.have.role }), el("dd", { text: `${c.have.spec} ${c.have.origins.map(originText).join("; ")}` }),
       el("dt", { text: c.need.role }), el("dd", { text: `${c.need.spec} ${c.need.origins.map(originText).join("; ")}` }))));
   }
-  const originText = (o) => `(${o.kind}${o.kind === "constraint" ? "" : " " + o.name} ${o.spec}${o.source ? " at " + fileLine(o.source) : ""})`;
+  const originText = (o) => `(${o.label} ${o.spec}${o.source ? " at " + fileLine(o.source) : ""})`;
 
   function valuesPanel(program, state, why) {
     const rows = program.table.map((r, i) => ({ ...r, __key: `v${i}`,
@@ -383,15 +383,16 @@
     const step = program.step;
     const rows = comm.collectives.map((c, i) => ({ ...c, i, __key: `c${i}`, time: step ? step.collectives[i] : null,
       reasons: why.items[i] ? why.items[i].reasons : [] }));
+    const label = comm.columns;  // the text report's column labels
     const columns = [
-      { title: "#", value: (c) => c.i, num: true },
-      { title: "kind", value: (c) => c.kind + (c.is_async ? " (async)" : "") },
-      { title: "over", value: (c) => c.axes === null ? "?" : c.axes.length ? c.axes.join(",") : "-", mono: true },
-      { title: "operand/device", value: (c) => c.operands.join(", "), mono: true },
-      { title: "result/device", value: (c) => c.results.join(", "), mono: true },
-      { title: "bytes/device", value: (c) => c.bytes_per_device, text: (c) => count(c.bytes_per_device), num: true },
-      { title: "sent/device", value: (c) => c.wire_bytes_per_device, text: (c) => count(c.wire_bytes_per_device), num: true },
-      { title: "runs", value: (c) => c.executions, num: true },
+      { title: label.index, value: (c) => c.i, num: true },
+      { title: label.kind, value: (c) => c.kind + (c.is_async ? " (async)" : "") },
+      { title: label.over, value: (c) => c.over, mono: true },
+      { title: label.operands, value: (c) => c.operands.join(", "), mono: true },
+      { title: label.results, value: (c) => c.results.join(", "), mono: true },
+      { title: label.bytes, value: (c) => c.bytes_per_device, text: (c) => count(c.bytes_per_device), num: true },
+      { title: label.sent, value: (c) => c.wire_bytes_per_device, text: (c) => count(c.wire_bytes_per_device), num: true },
+      { title: label.runs, value: (c) => c.executions, num: true },
     ];
     if (step) columns.push(
       { title: "time", value: (c) => c.time.total_seconds, text: (c) => humanSeconds(c.time.total_seconds), num: true },
@@ -401,8 +402,7 @@
     const table = dataTable(columns, rows, { name: "collectives", onPick: (c, tr) => { markSelected(tr); state.show("collective", c.i); } });
     const totals = Object.entries(comm.by_axes).map(([axes, t]) => el("span", {}, el("b", { text: axes }),
       `: ${t.ops} ops, ${t.executions} runs, ${humanBytes(t.wire_bytes)} sent/device`));
-    return section("collectives", `Collectives: ${comm.collectives.length}`, `${comm.stage === "xla" ?
-      "XLA's partitioned program" : "Shardy's plan (before XLA)"}: ${humanBytes(comm.wire_bytes_per_device)} sent ` +
+    return section("collectives", `Collectives: ${comm.collectives.length}`, `${comm.title}: ${humanBytes(comm.wire_bytes_per_device)} sent ` +
       "per device per call. Click a row for why it is there.", el("div", { class: "legend" }, totals),
     rows.length ? el("div", { class: "scroll" }, table) : el("p", { class: "empty", text: "no collectives" }));
   }
@@ -641,13 +641,14 @@
       { title: "line", value: (v) => fileLine(v.source), full: (v) => v.source || "", mono: true },
     ], d.values.map((v, i) => ({ ...v, __key: `d${i}` })), { name: "changed-values" });
     kids.push(el("div", { class: "note", text: `${d.values.length} value shardings changed` }), el("div", { class: "scroll" }, values));
+    const label = programs[0].communication.columns;  // the text report's column labels
     const collective = (title, list) => {
       kids.push(el("div", { class: "note", text: `collectives ${title}: ${list.length}` }));
       if (list.length) kids.push(dataTable([
-        { title: "kind", value: (c) => c.kind },
-        { title: "over", value: (c) => c.axes ? c.axes.join(",") : "?", mono: true },
-        { title: "result/device", value: (c) => c.results.join(", "), mono: true },
-        { title: "sent/device", value: (c) => c.wire_bytes_per_device, text: (c) => count(c.wire_bytes_per_device), num: true },
+        { title: label.kind, value: (c) => c.kind },
+        { title: label.over, value: (c) => c.over, mono: true },
+        { title: label.results, value: (c) => c.results.join(", "), mono: true },
+        { title: label.sent, value: (c) => c.wire_bytes_per_device, text: (c) => count(c.wire_bytes_per_device), num: true },
         { title: "line", value: (c) => fileLine(c.source), full: (c) => c.source || "", mono: true },
       ], list.map((c, i) => ({ ...c, __key: `${title}${i}` })), { name: `collectives-${title}` }));
     };
