@@ -449,3 +449,19 @@ def test_cli_explain_errors(mlir_file, argv, message):
     code, out, err = run_tool([str(mlir_file), *argv])
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and message in err
+
+
+def test_a_scanned_layers_gather_matches_the_plans_of_its_shape():
+    """XLA gathers a scanned layer's slice of its stacked weights with the layer dimension of size 1 kept
+    (``bf16[1,256,512]``), Shardy's plan of the loop's body without it (``bf16[256,512]``): they fit, ahead of a
+    gather of another weight at the same line (every dense layer of a model is one line of its Dense class)."""
+    from shardkit.inspect import matching
+    from shardkit.inspect.communication import Collective
+    from shardkit.inspect.hlo import ArrayShape
+
+    def gather(piece, whole):
+        return Collective("all-gather", "g", (ArrayShape("bf16", piece),), (ArrayShape("bf16", whole),), ("x",), 4)
+
+    xla = gather((1, 64, 512), (1, 256, 512))
+    assert matching._fit(xla, gather((64, 512), (256, 512))) == 1
+    assert matching._fit(xla, gather((64, 2, 128), (256, 2, 128))) == 2

@@ -293,3 +293,21 @@ def test_a_misread_instruction_is_an_error(monkeypatch):
     monkeypatch.setattr(hlo, "parse_instruction", lambda text: dataclasses.replace(real(text), operands=()))
     with pytest.raises(ValueError, match="shardkit's reader does not know this form"):
         hlo.computations(module)
+
+
+def test_a_computation_outside_the_schedule_is_read_operands_first():
+    """jaxlib lists the computation an async-start wraps with its call before the parameter it reads (MaxText's
+    v5p steps, jaxlib 0.12): the reader puts every instruction after its operands, and keeps the order otherwise."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Inst:
+        name: str
+        args: tuple = ()
+
+        def operands(self):
+            return list(self.args)
+
+    param, other = Inst("async_param"), Inst("other")
+    call = Inst("call", (param,))
+    assert [i.name for i in hlo._operands_first([call, param])] == ["async_param", "call"]
+    assert [i.name for i in hlo._operands_first([other, param, call])] == ["other", "async_param", "call"]

@@ -178,9 +178,33 @@ def computations(module: Any) -> dict[str, list[Instruction]]:
     order = _schedule(module)
     out: dict[str, list[Instruction]] = {}
     for computation in module.computations():
-        insts = order.get(computation.name) or computation.instructions()
+        insts = order.get(computation.name) or _operands_first(computation.instructions())
         out[computation.name] = [_checked(inst) for inst in insts]
     return out
+
+
+def _operands_first(insts: Sequence[Any]) -> list[Any]:
+    """``insts`` (a computation's, in jaxlib's order) with each instruction after its operands, otherwise in the same
+    order: jaxlib lists the computation an ``async-start`` wraps with its call before the parameter the call reads.
+    The order of a computation outside the schedule is its dataflow only."""
+    inside = {inst.name: inst for inst in insts}
+    placed: dict[str, Any] = {}
+
+    def place(inst: Any) -> None:
+        stack = [(inst, False)]
+        while stack:
+            current, ready = stack.pop()
+            if current.name in placed:
+                continue
+            if ready:
+                placed[current.name] = current
+                continue
+            stack.append((current, True))
+            stack += [(inside[o.name], False) for o in reversed(current.operands()) if o.name in inside]
+
+    for inst in insts:
+        place(inst)
+    return list(placed.values())
 
 
 def _schedule(module: Any) -> dict[str, list[Any]]:

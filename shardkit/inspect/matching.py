@@ -1,14 +1,15 @@
 """XLA's collectives matched to Shardy's plan, whose collectives ``propagated.py`` explains.
 
-Each XLA collective is matched to Shardy's collectives of the same kind and mesh axes at the same source line,
-those of its per-device shapes first; an all-reduce XLA combined from several, operand by operand; else to one of
-its per-device shapes up to XLA's padding of an uneven dimension, or of the value it gathers whole (wherever XLA
-located it); then to one it is a step of (XLA runs an all-gather over ('x', 'y') as one over 'y', then one over
-'x'), at its line; then to any of the plan's collectives at its line; then to one it is a step of anywhere (XLA
-may locate a step at the line of the op that reads it); last, to the op at its line whose operand is sharded over
-its axes (XLA's partitioner communicates inside that op; over a reduce's sharded reduced dimensions, as for an
-argmax that Shardy leaves to XLA, that is a reduction). The notes say how XLA's collective differs from the plan's
-it is matched to, whichever step matched it. What stays unmatched is listed with the reason.
+Each XLA collective is matched to Shardy's collectives of the same kind, mesh axes and element types at the same
+source line, those of its per-device shapes first (up to dimensions of size 1: a scanned layer's slice of its
+stacked weights keeps the layer dimension in XLA's program); an all-reduce XLA combined from several, operand by
+operand; else to one of its per-device shapes up to XLA's padding of an uneven dimension, or of the value it gathers
+whole (wherever XLA located it); then to one it is a step of (XLA runs an all-gather over ('x', 'y') as one over
+'y', then one over 'x'), at its line; then to any of the plan's collectives at its line; then to one it is a step of
+anywhere (XLA may locate a step at the line of the op that reads it); last, to the op at its line whose operand is
+sharded over its axes (XLA's partitioner communicates inside that op; over a reduce's sharded reduced dimensions, as
+for an argmax that Shardy leaves to XLA, that is a reduction). The notes say how XLA's collective differs from the
+plan's it is matched to, whichever step matched it. What stays unmatched is listed with the reason.
 """
 
 from __future__ import annotations
@@ -90,7 +91,9 @@ class XlaMatcher:
         line = line_key(c.source)
         axes = set(c.axes or ())
         same = [(p, x) for p, x in self.plan if p.kind == c.kind and set(p.axes or ()) == axes]
-        at_line = [(p, x) for p, x in same if line is not None and self._line(p, x) == line]
+        at_line = [
+            (p, x) for p, x in same if line is not None and self._line(p, x) == line and _dtypes(p) == _dtypes(c)
+        ]
         if len(c.operands) > 1 and c.kind == "all-reduce":  # combined by XLA: each operand on its own
             causes = []
             for operand in c.operands:
@@ -131,11 +134,22 @@ class XlaMatcher:
 
 
 def _fit(xla: Collective, plan: Collective) -> int:
-    """How well XLA's per-device shapes fit the plan's: 0 equal, 1 equal up to XLA's padding, 2 not."""
+    """How well XLA's per-device shapes fit the plan's: 0 equal, 1 equal up to XLA's padding or to dimensions of
+    size 1 (a scanned layer's slice of its stacked weights keeps the layer dimension in XLA's program, not in
+    Shardy's plan of the loop's body), 2 not."""
     if (xla.operands, xla.results) == (plan.operands, plan.results):
         return 0
     padded = _padded(xla.operands, plan.operands, xla.group_size) and _padded(xla.results, plan.results, xla.group_size)
-    return 1 if padded else 2
+    unit = (_squeezed(xla.operands), _squeezed(xla.results)) == (_squeezed(plan.operands), _squeezed(plan.results))
+    return 1 if padded or unit else 2
+
+
+def _dtypes(c: Collective) -> tuple[str, ...]:
+    return tuple(a.dtype for a in c.operands)
+
+
+def _squeezed(arrays: Sequence[Any]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((a.dtype, tuple(d for d in a.dims if d != 1)) for a in arrays)
 
 
 def _step_of(xla: Collective, plan: Collective) -> bool:
