@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
@@ -276,15 +277,27 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def tables_main(
+    doc: str,
+    all_cells: Callable[[], list],
+    compile_one: Callable,
+    row_of: Callable,
+    out: str,
+    markers: tuple[str, str],
+    source: str,
+    cache: Callable[[str | None], str],
+) -> None:
+    """The command line of a tables benchmark (this one, ``bench_maxtext_own.py``): compile the chosen cells (or
+    time the kept ones again), write the tables file, or print the docs' table from it and write it in."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("which", nargs="*", help="v5e, v5p or cell names (default: every cell)")
     parser.add_argument("--retime", action="store_true", help="only time the kept compiles again")
     parser.add_argument("--cache", help="where compiles are kept")
-    parser.add_argument("--out", default=OUT)
+    parser.add_argument("--out", default=out)
     parser.add_argument("--markdown", action="store_true", help="print the docs' tables from the tables file")
     parser.add_argument("--docs", action="store_true", help=f"write them into {os.path.relpath(DOCS)}")
     args = parser.parse_args()
+    begin, end = markers
     if args.markdown or args.docs:
         with open(args.out) as f:
             table = markdown(json.load(f)["rows"])
@@ -293,12 +306,13 @@ def main() -> None:
         if args.docs:
             with open(DOCS) as f:
                 text = f.read()
-            head, rest = text.split(BEGIN, 1)
+            head, rest = text.split(begin, 1)
             with open(DOCS, "w") as f:
-                f.write(head + BEGIN + "\n" + table + "\n" + END + rest.split(END, 1)[1])
+                f.write(head + begin + "\n" + table + "\n" + end + rest.split(end, 1)[1])
         return
-    directory = cache_dir(args.cache)
-    chosen = [c for c in cells() if not args.which or c.table in args.which or c.name in args.which]
+    directory = cache(args.cache)
+    order = [c.name for c in all_cells()]
+    chosen = [c for c in all_cells() if not args.which or c.table in args.which or c.name in args.which]
     results = {}
     if os.path.exists(args.out):
         with open(args.out) as f:
@@ -312,9 +326,8 @@ def main() -> None:
             continue
         else:
             print(f"{cell.name}: compiling for {cell.target} ...", flush=True)
-            meta = compile_cell(cell, directory)
-        results[cell.name] = row(cell, meta, directory)
-        r = results[cell.name]
+            meta = compile_one(cell, directory)
+        results[cell.name] = r = row_of(cell, meta, directory)
         if "refused" in r:
             print(f"{cell.name}: refused: {r['refused']}", flush=True)
         else:
@@ -323,11 +336,14 @@ def main() -> None:
                 f"step {r['step_s']:.2f} s; compiled in {r['compile_seconds']:.0f} s",
                 flush=True,
             )
-        order = [c.name for c in cells()]
         with open(args.out, "w") as f:
             rows = sorted(results.values(), key=lambda r: order.index(r["cell"]))
-            json.dump({"source": SOURCE, "rows": rows}, f, indent=1)
+            json.dump({"source": source, "rows": rows}, f, indent=1)
             f.write("\n")
+
+
+def main() -> None:
+    tables_main(__doc__, cells, compile_cell, row, OUT, (BEGIN, END), SOURCE, cache_dir)
 
 
 if __name__ == "__main__":

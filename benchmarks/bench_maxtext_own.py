@@ -19,7 +19,6 @@ read)
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import gzip
 import json
@@ -42,7 +41,6 @@ from shardkit.inspect.hardware import Topology, hardware  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "maxtext_own_tables.json")
-DOCS = os.path.join(HERE, "..", "docs", "performance_model.md")
 BEGIN, END = "<!-- the table: benchmarks/bench_maxtext_own.py --markdown -->", "<!-- end of MaxText's own table -->"
 SOURCE = f"MaxText 0.2.5 (PyPI): its tpu/v5e and tpu/v5p scripts; published figures: {published.SOURCE}"
 
@@ -181,56 +179,7 @@ def row(cell: Cell, meta: dict, directory: str) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("which", nargs="*", help="v5e, v5p or cell names (default: every cell)")
-    parser.add_argument("--retime", action="store_true", help="only time the kept compiles again")
-    parser.add_argument("--cache", help="where compiles are kept")
-    parser.add_argument("--out", default=OUT)
-    parser.add_argument("--markdown", action="store_true", help="print the docs' tables from the tables file")
-    parser.add_argument("--docs", action="store_true", help=f"write them into {os.path.relpath(DOCS)}")
-    args = parser.parse_args()
-    if args.markdown or args.docs:
-        with open(args.out) as f:
-            table = published.markdown(json.load(f)["rows"])
-        if args.markdown:
-            print(table)
-        if args.docs:
-            with open(DOCS) as f:
-                text = f.read()
-            head, rest = text.split(BEGIN, 1)
-            with open(DOCS, "w") as f:
-                f.write(head + BEGIN + "\n" + table + "\n" + END + rest.split(END, 1)[1])
-        return
-    directory = cache_dir(args.cache)
-    chosen = [c for c in cells() if not args.which or c.table in args.which or c.name in args.which]
-    results = {}
-    if os.path.exists(args.out):
-        with open(args.out) as f:
-            results = {r["cell"]: r for r in json.load(f)["rows"]}
-    order = [c.name for c in cells()]
-    for cell in chosen:
-        kept = os.path.join(directory, f"{cell.name}.json")
-        if os.path.exists(kept):
-            with open(kept) as f:
-                meta = json.load(f)
-        elif args.retime:
-            continue
-        else:
-            print(f"{cell.name}: compiling {cell.script} for {cell.target} ...", flush=True)
-            meta = compile_cell(cell, directory)
-        results[cell.name] = r = row(cell, meta, directory)
-        if "refused" in r:
-            print(f"{cell.name}: refused: {r['refused']}", flush=True)
-        else:
-            print(
-                f"{cell.name}: {r['tflops']:.1f} TFLOP/s/chip predicted, {cell.tflops} published ({r['error']:+.1%}); "
-                f"step {r['step_s']:.2f} s; compiled in {r['compile_seconds']:.0f} s",
-                flush=True,
-            )
-        with open(args.out, "w") as f:
-            rows = sorted(results.values(), key=lambda r: order.index(r["cell"]))
-            json.dump({"source": SOURCE, "rows": rows}, f, indent=1)
-            f.write("\n")
+    published.tables_main(__doc__, cells, compile_cell, row, OUT, (BEGIN, END), SOURCE, cache_dir)
 
 
 if __name__ == "__main__":

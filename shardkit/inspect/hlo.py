@@ -164,7 +164,8 @@ def parse_instruction(line: str) -> Instruction:
 
 def computations(module: Any) -> dict[str, list[Instruction]]:
     """Each computation of a module, by name (without ``%``), as its parsed instructions in the order XLA runs them
-    (a scheduled module's schedule), its root last; the entry computation's name is ``entry_name``.
+    (a scheduled module's schedule, its root last; elsewhere each instruction after its operands); the entry
+    computation's name is ``entry_name``.
 
     ``module`` is jaxlib's ``HloModule`` (``executable.hlo_modules()[0]``), or HLO text, which XLA's own parser reads
     first. The structure (which computations, which instructions in which order, each one's operands) is XLA's;

@@ -41,7 +41,7 @@ import dataclasses
 import math
 import pathlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from jax.errors import JaxRuntimeError
@@ -136,19 +136,24 @@ class ReportMain(ToolMain):
             if isinstance(loaded, int):
                 return loaded
             modules.append(loaded)
+
+        if args.autoshard:
+            return self.answer(lambda: self.autoshard(*modules[0]), "the module")
+        return self.answer(lambda: self.diff(*modules) if args.diff else self.report(*modules[0]), "the module")
+
+    def answer(self, produce: Callable[[], str], what: str) -> int:
+        """Writes what ``produce`` makes, or says in one line why it could not be made (exit 1); ``what`` is what
+        XLA compiles."""
         from shardkit.inspect import OutOfMemoryError
 
         try:
-            if args.autoshard:
-                out = self.autoshard(*modules[0])
-            else:
-                out = self.diff(*modules) if args.diff else self.report(*modules[0])
+            out = produce()
         except OutOfMemoryError as e:
-            return self.does_not_fit(e.report, args.json)
+            return self.does_not_fit(e.report, self.args.json)
         except (ValueError, TypeError, ImportError) as e:
             return self.error(str(e))
         except JaxRuntimeError as e:
-            return self.error(f"XLA could not compile the module: {str(e).splitlines()[0]}")
+            return self.error(f"XLA could not compile {what}: {str(e).splitlines()[0]}")
         except OSError as e:  # --html, --image, --trace, --model-explorer: where it cannot write
             return self.error(f"could not write '{e.filename}': {e.strerror}")
         self.stdout.write(out)
@@ -159,8 +164,6 @@ class ReportMain(ToolMain):
         MaxText's contexts, compiled for ``--target`` (this machine's devices without), and reported as a module
         is, with MaxText's count of its work at the modelled step (TFLOP/s per chip, MFU)."""
         from shardkit import maxtext
-        from shardkit.executor.targets import profile_name
-        from shardkit.inspect import OutOfMemoryError
 
         args = self.args
         for flag, given in (("--diff", args.diff), ("--table", args.table), ("--mesh", args.mesh)):
@@ -171,37 +174,33 @@ class ReportMain(ToolMain):
                 "--maxtext reports MaxText's step: --autoshard, --trace, --model-explorer and --image "
                 "take a module file (write it with Lowered.as_text())"
             )
+        return self.answer(lambda: self.maxtext_report(maxtext.train_step), "MaxText's step")
+
+    def maxtext_report(self, train_step: Callable[..., Any]) -> str:
+        """The views of MaxText's step (``--maxtext``), as ``report`` gives a module's."""
+        from shardkit.executor.targets import profile_name
+
+        args = self.args
         config, overrides = args.input[0], args.input[1:]
-        try:
-            step = maxtext.train_step(config, *overrides, target=args.target)
-            lowered = step.lower()
-            if args.plan:
-                result = lowered.communication()
-                views: dict[str, Any] = {"communication": result.explain() if args.explain else result}
-            else:
-                compiled = step.compile(lowered)
-                result = compiled.communication()
-                views = {"communication": result.explain() if args.explain else result}
-                if args.target:
-                    views["memory"] = compiled.memory()
-                hardware = args.hardware or profile_name(args.target)
-                if hardware:
-                    views["time"] = result.time(hardware)
-                    if views["time"].refused is None and profile_name(args.target):
-                        views["performance"] = step.performance(compiled, views["time"])
-            name = pathlib.Path(config).name
-            if args.html:
-                self.write_page(result, name, views)
-        except OutOfMemoryError as e:
-            return self.does_not_fit(e.report, args.json)
-        except (ValueError, TypeError, ImportError) as e:
-            return self.error(str(e))
-        except JaxRuntimeError as e:
-            return self.error(f"XLA could not compile MaxText's step: {str(e).splitlines()[0]}")
-        except OSError as e:
-            return self.error(f"could not write '{e.filename}': {e.strerror}")
-        self.stdout.write(_json(views) + "\n" if args.json else "\n".join(map(str, views.values())))
-        return 0
+        step = train_step(config, *overrides, target=args.target)
+        lowered = step.lower()
+        if args.plan:
+            result = lowered.communication()
+            views: dict[str, Any] = {"communication": result.explain() if args.explain else result}
+        else:
+            compiled = step.compile(lowered)
+            result = compiled.communication()
+            views = {"communication": result.explain() if args.explain else result}
+            if args.target:
+                views["memory"] = compiled.memory()
+            hardware = args.hardware or profile_name(args.target)
+            if hardware:
+                views["time"] = result.time(hardware)
+                if views["time"].refused is None and profile_name(args.target):
+                    views["performance"] = step.performance(compiled, views["time"])
+        if args.html:
+            self.write_page(result, pathlib.Path(config).name, views)
+        return _json(views) + "\n" if args.json else "\n".join(map(str, views.values()))
 
     def load(self, path: str) -> tuple[ir.Module, str] | int:
         """The parsed module and its name, or the exit code after reporting why it could not be read."""
