@@ -465,3 +465,14 @@ def test_a_scanned_layers_gather_matches_the_plans_of_its_shape():
     xla = gather((1, 64, 512), (1, 256, 512))
     assert matching._fit(xla, gather((64, 512), (256, 512))) == 1
     assert matching._fit(xla, gather((64, 2, 128), (256, 2, 128))) == 2
+
+
+def test_an_opaque_kernel_is_named_as_one():
+    """A custom call (a Pallas/Mosaic kernel on TPU, a host callback here) is opaque to XLA's partitioner: XLA
+    gathers its sharded operand for it, and the explanation says so, not that the op reduces."""
+    x = sk.ShapeDtypeStruct((8, 4), F32, sharding=sk.NamedSharding(M2, P("data")))
+    f = sk.jit(lambda x: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x) * 2)
+    explanation = f.lower(x).compile().communication().explain()
+    gathers = [i for i in explanation.items if i.collective.kind == "all-gather"]
+    assert gathers and all(i.reasons == ("kernel",) for i in gathers)
+    assert "opaque kernel" in gathers[0].summary and "run whole on each device" in gathers[0].summary

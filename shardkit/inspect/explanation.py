@@ -32,6 +32,8 @@ REASONS = {
     "call": "a call boundary: a nested function's argument or result sharding",
     "operands": "an op whose operands' shardings disagree",
     "partitioner": "XLA's partitioner communicates inside an op whose operand is sharded",
+    "kernel": "an opaque kernel (a Pallas/Mosaic tpu_custom_call, any custom call): XLA runs it whole on each device, "
+    "so its sharded operands are gathered for it",
 }
 
 
@@ -130,10 +132,22 @@ class Cause:
             if self.reason == "lookup":  # a scatter is the lookup's backward: it adds rows into the operand
                 verb = "scatters into" if self.value.op.endswith("scatter") else "looks up"
                 return f"because {self.value} {verb} rows of an operand sharded over {axes}: {self.have.spec}{have}"
+            if self.reason == "kernel":
+                return (
+                    f"because {self.value} is an opaque kernel, run whole on each device, and its operand is sharded "
+                    f"over {axes}: {self.have.spec}{have}"
+                )
+            if self.reason == "partitioner":
+                return (
+                    f"because XLA's partitioner communicates inside {self.value}, whose operand is sharded over "
+                    f"{axes}: {self.have.spec}{have}"
+                )
             return f"because {what}{self.value} reduces over {axes}: its operand is {self.have.spec}{have}"
         if self.reason == "explicit":
             return f"because the shard_map body calls it on {self.value}{have}"
         consumer = f"{self.consumer} needs" if self.consumer else "its user needs"
+        if self.reason == "kernel":
+            consumer = f"the opaque kernel {self.consumer}, run whole on each device, needs"
         return f"because {self.value} is {self.have.spec}{have} where {consumer} {self.need.spec}{need}"
 
     def to_dict(self) -> dict[str, Any]:

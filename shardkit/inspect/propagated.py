@@ -356,10 +356,11 @@ class PropagatedModule:
         seeds = [v for u, _ in uses for v in (*u.results, *u.operands) if v != result]
         pinned = self.needs(user, number) if user else []
         need = self.side("consumer", result, after, seeds=seeds, blocked=[operand, result], pinned=pinned)
-        reason = _reshard_reason(self, operand, user, have, need)  # from the axes each has, not those kept off
+        final = _through_reshards(user)  # what the value goes to after a chain of reshards (into a maximal sharding)
+        reason = _reshard_reason(self, operand, final, have, need)  # from the axes each has, not those kept off
         have = _adding(have, self.kept_off(operand, before, after))
         need = _adding(need, self.kept_off(result, after, before))
-        return Cause(reason, self.value(operand), have, need, self._consumer(user))
+        return Cause(reason, self.value(operand), have, need, self._consumer(final))
 
     def _consumer(self, user: ir.Operation | None) -> str:
         if user is None:
@@ -444,6 +445,11 @@ class PropagatedModule:
             result, tensor = op.results[0], shardy.sharding_of(operand)
             after = shardy.sharding_of(result)
             found = out.setdefault(key, [])
+            if op.name == "stablehlo.custom_call":  # a kernel XLA cannot look into: it takes its operands whole
+                found.append(
+                    self._operand_cause("kernel", result, operand, _axis_names(tensor), after, self.op_text(op))
+                )
+                continue
             if op.name == "stablehlo.reduce":
                 reduced = _axis_names(tensor, ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
                 if reduced:
@@ -465,6 +471,8 @@ def _reshard_reason(
         k.startswith("shard_map") for side in kinds for k in side
     ):
         return "shard_map"
+    if user is not None and user.name == "stablehlo.custom_call":
+        return "kernel"
     if user is not None and user.name == "func.return" and irx.function_of(user) == facts.main.operation:
         return "out-sharding"
     in_callee = isinstance(owner, ir.Block) and owner.owner.operation != facts.main.operation
@@ -478,6 +486,19 @@ def _reshard_reason(
             if kind in side:
                 return reason
     return "operands"
+
+
+def _through_reshards(user: ir.Operation | None) -> ir.Operation | None:
+    """``user``, or where it is a reshard Shardy made (no user constraint: it has no origin name), the first user
+    after the reshards that follow it (Shardy reshards a value to a host callback's one device in two steps:
+    replicated, then onto the device)."""
+    seen = 0
+    made = ("sdy.reshard", "sdy.sharding_constraint")
+    while user is not None and user.name in made and _ORIGIN_NAME not in user.attributes and seen < 8:
+        uses = list(user.results[0].uses)
+        user = uses[0].owner.operation if uses else None
+        seen += 1
+    return user
 
 
 def _adding(side: Sharded, origins: Iterable[Origin]) -> Sharded:
