@@ -304,3 +304,20 @@ def test_maxtexts_own_16b_step_against_its_table():
     assert tflops == pytest.approx(120, rel=0.10)
     assert 0.5 < meta["model_flops"] / (step.step * step.hardware.flops) < 1 and step.utilization < 1
     assert meta["temp_bytes"] == 13_089_893_376  # MaxText's own train_compile prints the same temporaries
+
+
+def test_the_docs_table_is_the_tables_file():
+    """docs/performance_model.md's table of MaxText's own programs is printed from
+    benchmarks/maxtext_own_tables.json (bench_maxtext_own --docs), every cell of both published tables in it."""
+    import sys
+
+    root = DATA.parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    import bench_maxtext
+    import bench_maxtext_own
+
+    rows = json.loads((root / "benchmarks" / "maxtext_own_tables.json").read_text())["rows"]
+    assert [r["cell"] for r in rows] == [c.name for c in bench_maxtext_own.cells()]
+    assert bench_maxtext.markdown(rows) in (root / "docs" / "performance_model.md").read_text()
+    sixteen = next(r for r in rows if r["cell"] == "v5e-16B-x1")
+    assert sixteen["tflops"] == pytest.approx(125.2, abs=0.05) and sixteen["error"] == pytest.approx(0.043, abs=0.001)
