@@ -114,12 +114,9 @@ def compile_cell(cell: Cell, directory: str) -> dict:
         _write(directory, cell, meta)
         return meta
     meta["compile_seconds"] = time.perf_counter() - start
-    memory = compiled.memory()
     meta.update(
         xla_cost=compiled.cost_analysis(),
-        peak_bytes=memory.peak,
-        temp_bytes=memory.temporaries,
-        argument_bytes=memory.arguments,
+        **published.memory_meta(compiled.memory()),
         mesh=[[str(n), int(s)] for n, s in step.mesh.shape.items()],
         mesh_devices=[int(d.id) for d in step.mesh.devices.flat],
         assignment=[int(d.id) for d in compiled.device_assignment],
@@ -189,7 +186,7 @@ def row(cell: Cell, meta: dict, directory: str) -> dict:
         "communication_s": step.communication,
         "utilization": step.utilization,
         "warnings": list(step.warnings),
-        "peak_gib": meta["peak_bytes"] / 2**30 if meta.get("peak_bytes") else None,
+        **published.memory_row(meta),
     }
 
 

@@ -23,7 +23,7 @@ from jaxlib.mlir import ir
 from shardkit import _jaxlib
 from shardkit.caching import on_clear
 from shardkit.dialects import copy_module
-from shardkit.executor import Compiled, Target, bind_target, compile_lowered
+from shardkit.executor import Compiled, Target, bind_target, compile_lowered, target as make_target
 from shardkit.executor.arguments import call_key, flatten_call, leaf_paths, place
 from shardkit.inspect import CommunicationReport, ShardingTable, notebook, page, sharding_table, shardy_report
 from shardkit.lowering import JitOptions, LoweredModule, Lowering, load_module
@@ -144,8 +144,14 @@ class Lowered:
         compile-only, for a ``target`` machine not at hand (``'tpu-v5p:8x16x16'``, ``'cpu:256'``; see
         ``shardkit.executor.targets``): everything but calling it. ``compiler_options`` are XLA's options by name,
         as jax's ``Lowered.compile(compiler_options=...)`` takes them (on a TPU target, libtpu's own flags too:
-        ``{"xla_tpu_enable_async_collective_fusion": True}``)."""
-        lowered = self._lowered if passes is None else self.run_passes(passes)._lowered
+        ``{"xla_tpu_enable_async_collective_fusion": True}``). A function jit lowered for this process's platform
+        is lowered again by jax for a target's other platform first (jax lowers some bodies per platform: a remat
+        policy's host offloading is dropped on CPU), as ``jax.jit`` lowers for the platform of the devices named."""
+        base = self._lowered
+        if target is not None:
+            target = make_target(target, base.num_partitions)
+            base = base.for_platform(target.platform)
+        lowered = base if passes is None else Lowered(base).run_passes(passes)._lowered
         if target is not None:
             lowered = bind_target(lowered, target)
         return Compiled(lowered, compile_lowered(lowered, overrides=compiler_options))
@@ -312,8 +318,10 @@ def jit(
             usable, and lowering warns about it in jax's words ("Some donated buffers were not usable: ...").
         partitioner: ``"shardy"`` (``sdy`` dialect) or ``"gspmd"`` (``mhlo.sharding`` strings).
         platform: the platform jax lowers the body for (``"tpu"``, ``"cpu"``, ``"cuda"``, ``"rocm"``), as
-            ``jax.jit(f).trace(...).lower(lowering_platforms=...)``; default this process's. A body with a Pallas
-            TPU kernel lowered with ``platform="tpu"`` compiles for a TPU target from a machine without TPUs.
+            ``jax.jit(f).trace(...).lower(lowering_platforms=...)``; default this process's, and a compile for a
+            target of another platform (``compile(target="tpu-v5e:2x2")``) has jax lower the body again for it. A
+            body with a Pallas TPU kernel lowered with ``platform="tpu"`` compiles for a TPU target from a machine
+            without TPUs; a platform named here is kept for every compile.
 
     Arguments are Arrays (jax's; shardkit's are jax's), numpy arrays and scalars (placed as compiled; host
     scalars replicated, as jax does). A committed Array whose sharding is not equivalent to the one compiled for

@@ -102,6 +102,22 @@ def test_a_refused_step_and_warnings_are_shown_not_drawn(browser, tmp_path):
         assert page.query_selector("svg[data-step]") is not None and errors == []
 
 
+def test_offloaded_memory_is_the_hosts_on_the_page(browser, tmp_path):
+    """A program that offloads to the host's memory: the page draws the device's upper bound and the host's bytes
+    as a bar of their own, and says why XLA's peak is not shown."""
+    from tests.test_targets import offloading_args, offloading_step
+
+    s = sk.NamedSharding(sk.AbstractMesh((2, 2), ("x", "y")), sk.P())
+    compiled = sk.jit(offloading_step()).lower(*offloading_args(s)).compile(target="tpu-v5e:2x2")
+    memory = compiled.memory()
+    compiled.to_html(tmp_path / "offload.html", explain=False)
+    with browser_.opened(browser, str(tmp_path / "offload.html")) as (page, errors):
+        assert int(page.get_attribute(".bars [data-memory='total'] .num", "data-value")) == memory.total
+        assert int(page.get_attribute(".bars [data-memory='host (offloaded)'] .num", "data-value")) == memory.host
+        assert "XLA's peak counts the host's memory as the device's" in page.text_content("#memory")
+        assert cells(page, "buffers", "kind")[0][0] == "host" and errors == []
+
+
 def test_search_sort_and_selection_on_the_values(browser, files):
     _, reports = report_pages.mlp()
     why = reports["explanation"]

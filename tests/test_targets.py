@@ -5,6 +5,7 @@ collectives, shardings and memory figures."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import sys
@@ -221,6 +222,82 @@ def test_a_cpu_program_prints_no_peak_of_xlas():
     report = compiled.memory()
     assert report.peak is None and report.total >= report.arguments + report.temporaries
     assert "total (upper bound)" in str(report) and "peak" not in str(report).split("largest")[0]
+
+
+def offloading_step():
+    """A scanned layer whose remat policy offloads its activations to the host's memory, as MaxText's
+    ``remat_policy=qkv_proj_offloaded`` does: jax lowers the offload for TPU and drops it on CPU."""
+    from jax.ad_checkpoint import checkpoint_name
+
+    policy = jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=[],
+        names_which_can_be_offloaded=["h"],
+        offload_src="device",
+        offload_dst="pinned_host",
+    )
+
+    def layer(w, x):
+        return jnp.sin(checkpoint_name(jnp.tanh(x @ w), "h") @ w)
+
+    def loss(ws, x):
+        y, _ = jax.lax.scan(lambda c, w: (jax.checkpoint(layer, policy=policy)(w, c), None), x, ws)
+        return (y**2).sum()
+
+    return jax.grad(loss)
+
+
+def offloading_args(sharding):
+    return jax.ShapeDtypeStruct((16, 512, 512), jnp.float32, sharding=sharding), jax.ShapeDtypeStruct(
+        (1024, 512), jnp.float32, sharding=sharding
+    )
+
+
+def test_a_body_lowered_here_is_lowered_again_for_a_targets_platform():
+    """sk.jit lowers for this process (CPU), where jax drops a remat policy's host offloading; compiled for a TPU
+    target, the body is lowered again for TPU, and the program is jax's own for those devices, offload included."""
+    step = offloading_step()
+    abstract = sk.NamedSharding(sk.AbstractMesh((2, 2), ("x", "y")), sk.P())
+    lowered = sk.jit(step).lower(*offloading_args(abstract))
+    assert "annotate_device_placement" not in lowered.as_text()  # jax's CPU lowering: no offload
+    compiled = lowered.compile(target="tpu-v5e:2x2")
+    mesh = topologies.make_mesh(topologies.get_topology_desc("v5e:2x2", platform="tpu"), (2, 2), ("x", "y"))
+    theirs = jax.jit(step).trace(*offloading_args(jax.sharding.NamedSharding(mesh, jax.P()))).lower().compile()
+    ours, jaxs = compiled.memory_analysis(), theirs.memory_analysis()
+    fields = ("argument", "output", "temp", "host_temp")
+    assert [getattr(ours, f"{k}_size_in_bytes") for k in fields] == [
+        getattr(jaxs, f"{k}_size_in_bytes") for k in fields
+    ]
+    assert jaxs.host_temp_size_in_bytes == 16 * 1024 * 512 * 4  # every layer's activations, on the host
+    assert lowered.compile(target="tpu-v5e:2x2").memory_analysis().host_temp_size_in_bytes > 0  # again, memoized
+    # a platform named on jit is kept: a CPU lowering compiles for CPU only
+    with pytest.raises(ValueError, match=r"was lowered for platform 'cpu' \(jit's platform\)"):
+        sk.jit(step, platform="cpu").lower(*offloading_args(abstract)).compile(target="tpu-v5e:2x2")
+
+
+def test_offloaded_memory_is_the_hosts_and_xlas_peak_is_not_taken():
+    """What XLA keeps in the host's memory is reported as the host's; XLA's peak of such a program counts it with
+    the device's (above everything the device holds at once), so the report prints its upper bound instead."""
+    s = sk.NamedSharding(sk.AbstractMesh((2, 2), ("x", "y")), sk.P())
+    compiled = sk.jit(offloading_step()).lower(*offloading_args(s)).compile(target="tpu-v5e:2x2")
+    stats, report = compiled.memory_analysis(), compiled.memory()
+    upper = stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
+    upper += stats.generated_code_size_in_bytes - stats.alias_size_in_bytes
+    assert stats.peak_memory_in_bytes > upper  # XLA's "peak": not a peak of the device's memory
+    assert report.host == stats.host_temp_size_in_bytes and report.peak is None and report.total == upper
+    assert report.fits and report.largest[0].kind == "host" and str(report.largest[0].shape) == "f32[16,1024,512]"
+    text = str(report)
+    assert "host (offloaded)     32.0 MiB, in the host's memory" in text and "total (upper bound)" in text
+    assert json.loads(report.to_json())["host"] == report.host
+
+
+def test_a_tpu_program_xla_placed_fits_whatever_its_upper_bound():
+    """A TPU compiler refuses at compile time what does not fit, so a compiled program fits; an upper bound above
+    the chip's memory is said to be one."""
+    report = dataclasses.replace(lowered_on(sk.AbstractMesh((2, 4), ("x", "y"))).compile(target="tpu-v5e:2x4").memory(),
+                                 peak=None, temporaries=20 * 2**30)  # fmt: skip
+    assert report.placed and report.fits and report.total > report.capacity
+    assert "(the upper bound is 125.0% of it; XLA placed every buffer in it: fits)" in str(report)
+    assert not dataclasses.replace(report, placed=False).fits
 
 
 # -- the GPT step at scale -----------------------------------------------------------------------------------

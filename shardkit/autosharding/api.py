@@ -83,7 +83,7 @@ def autoshard(
     _counts(confirm, workers)
     machine, limit = _machine(target, hardware, memory_limit)
     workers_.start(workers)  # their start-up overlaps the lowering
-    program, lowered = from_function(fun, args, donate)
+    program, lowered = from_function(fun, args, donate, machine.target.platform)
     user_mesh = _user_mesh(args)
     meshes = _meshes(program, machine, mesh, user_mesh)
     return _search(

@@ -159,13 +159,17 @@ def _declare(module: ir.Module, name: str, mesh: SdyMesh) -> None:
         sdy.MeshOp(name, mesh.build())
 
 
-def from_function(fun: Callable, args: Sequence[Any], donate_argnums: Sequence[int]) -> tuple[Program, Any]:
-    """The program of ``fun(*args)`` lowered once (module docstring), and the ``Lowered`` it came from."""
+def from_function(
+    fun: Callable, args: Sequence[Any], donate_argnums: Sequence[int], platform: str | None = None
+) -> tuple[Program, Any]:
+    """The program of ``fun(*args)`` lowered once (module docstring) with its body lowered by jax for ``platform``
+    (the target's; default this process's), and the ``Lowered`` it came from."""
     import jax
 
     from shardkit.stages import jit
 
-    lowered = jit(fun, donate_argnums=tuple(donate_argnums)).lower(*args)
+    own = platform in (None, jax.default_backend())
+    lowered = jit(fun, donate_argnums=tuple(donate_argnums), platform=None if own else platform).lower(*args)
     module = lowered.compiler_ir()
     avals, _ = lowered.in_avals
     flat, _ = jax.tree_util.tree_flatten_with_path(avals)

@@ -124,7 +124,7 @@ def xla_autoshard(
         raise TypeError(f"lowered must be a shardkit Lowered (sk.jit(f).lower(...)), got {type(lowered).__name__}.")
     machine = make_target(target, lowered._lowered.num_partitions)
     count = len(machine.devices)
-    program = _open_program(lowered._lowered, count)
+    program = _open_program(lowered._lowered.for_platform(machine.platform), count)
     shape = _mesh_shape(mesh_shape, program, machine)
     if program.mesh is None or program.mesh.size != count:
         names = _AXES[: len(shape)] if len(shape) <= len(_AXES) else tuple(f"a{i}" for i in range(len(shape)))

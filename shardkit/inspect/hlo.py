@@ -35,6 +35,8 @@ from shardkit.inspect.groups import mesh_axis_groups
 _ELEMENT_BYTES = {t.hlo: t.bits / 8 for t in dtypes.ELEMENT_TYPES} | {"token": 0}
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
 _LAYOUT = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{([^}]*)\})?")
+_SPACE = re.compile(r"S\((\d+)\)")
+HOST_MEMORY_SPACE = 5  # XLA's Layout::kHostMemorySpace: an array in the host's memory (offloaded)
 _OPEN, _CLOSE = "{[(", "}])"
 # What bracket matching and splitting look at: a quoted string whole (escapes included), a bracket or a comma.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[{}\[\](),]')
@@ -66,6 +68,16 @@ def minor_to_major(text: str) -> tuple[tuple[int, ...], ...]:
         tuple(int(d) for d in layout.split(":")[0].split(",") if d.strip()) if layout else ()
         for layout in _LAYOUT.findall(text)
     )
+
+
+def memory_spaces(text: str) -> tuple[int, ...]:
+    """Each array's memory space in an HLO shape: its layout's ``S(n)``, 0 (the device's) where none is printed;
+    ``HOST_MEMORY_SPACE`` is the host's, where XLA offloads.
+
+        >>> memory_spaces("(bf16[64,8]{1,0:T(8,128)(2,1)S(5)}, f32[2]{0})")
+        (5, 0)
+    """
+    return tuple(int(m.group(1)) if (m := _SPACE.search(layout)) else 0 for layout in _LAYOUT.findall(text))
 
 
 def parse_shape(text: str) -> tuple[ArrayShape, ...]:

@@ -1,10 +1,15 @@
 """The memory report: what one device holds for a compiled program, against what the target device has.
 
 Totals are XLA's own (``CompiledMemoryStats`` of the compiled executable): arguments, outputs, the part of
-the outputs that reuses donated arguments (aliased), temporaries, the program's code, and the peak where the
-backend reports one (TPU does; XLA's CPU backend prints a "peak" that leaves the temporaries out, which is not
-taken: there, and where no peak is reported, the report prints ``total``, arguments + outputs - aliased +
-temporaries + code, everything live at once, an upper bound, labelled as such).
+the outputs that reuses donated arguments (aliased), temporaries, the program's code, what XLA keeps in the host's
+memory (``host``: arrays a remat policy or a ``device_put`` offloads), and the peak where the backend reports one
+that is the device's (TPU does). Not taken as one: XLA's CPU backend's "peak", which leaves the temporaries out, and
+XLA's peak of a program that offloads, which counts the host's memory as the device's (measured on TPU v5e
+targets, jax 0.10 to 0.12: it is the arguments and outputs plus the host's bytes, above everything the device
+holds at once). There, and where no peak is reported, the report prints ``total``, arguments + outputs - aliased +
+temporaries + code, everything on the device live at once, an upper bound, labelled as such. A TPU compiler places
+every buffer in the device's memory at compile time and refuses a program that does not fit, so a program
+compiled for a TPU fits even where that upper bound is above the chip's memory (the report says which).
 
 The largest buffers are read from the partitioned HLO XLA compiled: every array an instruction of the entry
 computation, or of a loop, branch or call it runs, materializes (the insides of fusions are not buffers), with
@@ -41,7 +46,8 @@ class Buffer:
     Attributes:
         name: the HLO instruction (or, in a plan, the op and result number).
         shape: per-device dtype and dims.
-        kind: ``argument``, ``output`` or ``temporary`` (in a plan: ``argument`` or ``value``).
+        kind: ``argument``, ``output``, ``temporary`` or ``host`` (any of those, in the host's memory: offloaded);
+            in a plan ``argument`` or ``value``.
         op_name, source: the jax op and ``file:line`` it came from, when known.
     """
 
@@ -74,10 +80,13 @@ class MemoryReport:
         target: what it was compiled for (``tpu-v5e:16x16``, ``cpu:256``), None for this process's devices.
         num_devices: partitions.
         arguments, outputs, aliased, temporaries, code: XLA's sizes per device, in bytes.
-        peak: XLA's peak per device where the backend reports it, else None.
+        peak: XLA's peak per device where the backend reports one that is the device's, else None.
         capacity: the device's memory (a target's HBM per chip), None where unknown.
         largest: the largest buffers, largest first.
         error: XLA's message when it refused to compile the program for want of memory, else None.
+        host: bytes XLA keeps in the host's memory (offloaded arguments, outputs and temporaries), not the device's.
+        placed: whether XLA placed every buffer in the device's memory at compile time (TPU), so that the program
+            fits whatever the upper bound says.
     """
 
     target: str | None
@@ -91,10 +100,13 @@ class MemoryReport:
     capacity: int | None
     largest: tuple[Buffer, ...]
     error: str | None = None
+    host: int = 0
+    placed: bool = False
 
     @property
     def total(self) -> int:
-        """The peak, or where XLA gives none, everything live at once (module docstring)."""
+        """The device's peak, or where XLA gives none, everything on the device live at once (module
+        docstring)."""
         if self.peak:
             return self.peak
         return self.arguments + self.outputs - self.aliased + self.temporaries + self.code
@@ -104,13 +116,13 @@ class MemoryReport:
         """Whether the program fits the device (None where the capacity is unknown)."""
         if self.error is not None:
             return False
-        return None if self.capacity is None else self.total <= self.capacity
+        return None if self.capacity is None else self.placed or self.total <= self.capacity
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "target": self.target,
             "num_devices": self.num_devices,
-            **{k: getattr(self, k) for k in ("arguments", "outputs", "aliased", "temporaries", "code", "peak")},
+            **{k: getattr(self, k) for k in ("arguments", "outputs", "aliased", "temporaries", "code", "host", "peak")},
             "total": self.total,
             "capacity": self.capacity,
             "fits": self.fits,
@@ -137,12 +149,16 @@ class MemoryReport:
                 ],
                 ["temporaries", human_bytes(self.temporaries)],
                 ["code", human_bytes(self.code)],
+                *([["host (offloaded)", f"{human_bytes(self.host)}, in the host's memory"]] if self.host else []),
                 ["peak" if self.peak else "total (upper bound)", human_bytes(self.total)],
             ]
             if self.capacity is not None:
                 share = f"{100 * self.total / self.capacity:.1f}%"
-                verdict = "fits" if self.fits else "DOES NOT FIT"
-                rows.append(["capacity", f"{human_bytes(self.capacity)} ({share} used: {verdict})"])
+                if self.total > self.capacity and self.fits:  # an upper bound above what XLA placed
+                    used = f"the upper bound is {share} of it; XLA placed every buffer in it: fits"
+                else:
+                    used = f"{share} used: {'fits' if self.fits else 'DOES NOT FIT'}"
+                rows.append(["capacity", f"{human_bytes(self.capacity)} ({used})"])
             lines += aligned(["", "bytes"], rows)[1:]
         if self.largest:
             source = "Shardy's plan, per device" if self.error is not None else "XLA's program"
@@ -164,6 +180,7 @@ def report(
     """The memory report of a compiled executable (loaded or compile-only) for devices of ``platform``."""
     stats = executable.get_compiled_memory_stats()
     module = executable.hlo_modules()[0]
+    host = _host(stats)
     return MemoryReport(
         target=target,
         num_devices=num_devices,
@@ -172,17 +189,26 @@ def report(
         aliased=stats.alias_size_in_bytes,
         temporaries=stats.temp_size_in_bytes,
         code=stats.generated_code_size_in_bytes,
-        peak=None if platform == "cpu" else _peak(stats),
+        peak=None if platform == "cpu" or host else _peak(stats),
         capacity=capacity,
         largest=_largest(buffers(module), top),
+        host=host,
+        placed=platform == "tpu",
     )
 
 
+def _host(stats: Any) -> int:
+    """Bytes XLA keeps in the host's memory: its host arguments and outputs (less those aliased) and temporaries."""
+    sizes = [getattr(stats, f"host_{k}_size_in_bytes", 0) for k in ("argument", "output", "alias", "temp")]
+    return sizes[0] + sizes[1] - sizes[2] + sizes[3]
+
+
 def _peak(stats: Any) -> int | None:
-    """XLA's peak, where it is one. XLA's CPU backend reports the arguments and outputs alone (no temporaries),
-    which is no peak of a program that has temporaries, and sometimes a few bytes more than those (a MaxText step:
-    585.7 KiB beside 7.6 MiB of temporaries): a CPU program's report never takes it (``report``); elsewhere a peak
-    no larger than what the arguments and outputs hold is not taken either."""
+    """XLA's peak, where it is the device's. XLA's CPU backend reports the arguments and outputs alone (no
+    temporaries), which is no peak of a program that has temporaries, and sometimes a few bytes more than those (a
+    MaxText step: 585.7 KiB beside 7.6 MiB of temporaries): a CPU program's report never takes it (``report``), nor
+    that of a program that offloads (module docstring); elsewhere a peak no larger than what the arguments and
+    outputs hold is not taken either."""
     peak = getattr(stats, "peak_memory_in_bytes", 0)
     held = stats.argument_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
     return peak if peak and (peak > held or not stats.temp_size_in_bytes) else None
@@ -218,8 +244,9 @@ def buffers(module: Any) -> list[Buffer]:
             frame = hlo.source(meta, frames)
             if frame is None and not argument:  # XLA's own copies and collectives: the line that asked for them
                 meta, frame = hlo.located(inst.users(), frames) or (meta, None)
-            for shape in parsed.arrays:
-                found.append(Buffer(parsed.name, shape, kind, meta.get("op_name", ""), _str(frame)))
+            for shape, space in zip(parsed.arrays, hlo.memory_spaces(parsed.shape)):
+                where = "host" if space == hlo.HOST_MEMORY_SPACE else kind
+                found.append(Buffer(parsed.name, shape, where, meta.get("op_name", ""), _str(frame)))
 
     walk(entry.group(1), True)
     return found
@@ -249,7 +276,10 @@ def from_plan(
 
 
 def _largest(found: Iterable[Buffer], top: int) -> tuple[Buffer, ...]:
-    return tuple(sorted(found, key=lambda b: -b.bytes)[:top])
+    """The ``top`` largest, a row once: XLA's in-place updates of one buffer (a loop's stacked activations, written
+    layer by layer) read as the same array again from the same line."""
+    rows = {(b.kind, b.shape, b.op_name, b.source): b for b in sorted(found, key=lambda b: b.bytes)}
+    return tuple(sorted(rows.values(), key=lambda b: -b.bytes)[:top])
 
 
 def _str(frame: hlo.Frame | None) -> str | None:

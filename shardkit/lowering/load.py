@@ -775,7 +775,7 @@ def replace_module(lowered: LoweredModule, module: ir.Module | str) -> LoweredMo
     if lowered.device_assignment is None:
         raise ValueError(f"{name} was lowered for an AbstractMesh only; lower it for devices before editing it.")
     mesh = lowered.mesh if isinstance(lowered.mesh, Mesh) else None
-    return rebind(dataclasses.replace(lowered, module=module), lowered.device_assignment, mesh, lowered.target)
+    return rebind(lowered.with_module(module), lowered.device_assignment, mesh, lowered.target)
 
 
 def rebind(lowered: LoweredModule, devices: tuple[Device, ...], mesh: Mesh | None, target: str | None) -> LoweredModule:

@@ -13,6 +13,7 @@ devices, as jax's commit notes introducing ``AbstractMesh`` describe.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from shardkit.dialects.sdy import SdyMesh
 from shardkit.lowering.attach import attach, constraint_meshes
 from shardkit.lowering.constraint import with_sharding_constraint
 from shardkit.lowering.options import JitOptions, per_leaf, resolve
-from shardkit.lowering.trace import NO_EFFECTS, Effects, trace
+from shardkit.lowering.trace import NO_EFFECTS, Effects, Traced, lower_traced, trace
 from shardkit.lowering.types import PY_SCALARS, ShapeDtypeStruct, physical, physical_shardings
 from shardkit.mesh import AbstractMesh, Mesh, current_mesh, lookup_devices
 from shardkit.sharding import GSPMDSharding, Sharding, as_sharding, from_jax
@@ -66,10 +67,22 @@ class LoweredModule:
     out_keys: tuple[Any, ...] = ()  # per output, its key dtype where it is a typed PRNG key array; () if none is
     target: str | None = None  # the compile-only target its devices are ("tpu-v5e:16x16", "cpu:16"), if any
     platform: str | None = None  # the platform jax lowered the body for, where not this process's (jit's platform)
+    # platform -> this call with the body jax lowered for that platform, where jit left the platform to this
+    # process's (``Lowering.lower``); None for a loaded or edited module, which is what it is on any platform
+    relower: Callable[[str], LoweredModule] | None = None
 
     def with_module(self, module: ir.Module) -> LoweredModule:
-        """The same program with its module replaced (e.g. after passes); its executables start empty."""
-        return dataclasses.replace(self, module=module, executables={})
+        """The same program with its module replaced (e.g. after passes); its executables start empty, and it is no
+        longer jax's lowering of a call, to lower again."""
+        return dataclasses.replace(self, module=module, executables={}, relower=None)
+
+    def for_platform(self, platform: str) -> LoweredModule:
+        """This program with the body jax lowered for ``platform`` (a compile-only target's), where jax lowered it
+        for this process's and can lower it again (not a body calling back to this process's Python, which jax
+        lowers for this process's devices alone); else itself."""
+        if self.relower is None or self.effects.host_callbacks or platform == jax.default_backend():
+            return self
+        return self.relower(platform)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +98,7 @@ class _Entry:
     effects: Effects
     mesh: SdyMesh | None  # the module's one mesh (a constraint's, jax's or shardkit's), if it has exactly one
     out_keys: tuple[Any, ...]  # as in LoweredModule
+    jax_traced: Any  # jax's Traced, to lower the body again for another platform
     executables: dict = dataclasses.field(default_factory=dict)
 
     # What XLA holds for the arguments and results (typed keys as their key data): derived once per entry, not
@@ -323,10 +337,30 @@ class Lowering:
         bound_key = (key, tuple(chosen), tuple(a.sharding for a in avals), scope)
         lowered = self._bound.get(bound_key)
         if lowered is None:
-            lowered = self._bound[bound_key] = self._bind(entry, tree, avals, explicit, chosen, donated, paths, scope)
+            bind = functools.partial(self._bind, tree=tree, avals=avals, explicit=explicit, chosen=chosen,
+                                     donated=donated, paths=paths, scope=scope)  # fmt: skip
+            relower = None
+            if self.options.platform is None:  # jax lowered for this process: a target's platform may differ
+                relower = functools.partial(self._lower_for, bound_key, entry, bind)
+            lowered = self._bound[bound_key] = bind(entry, relower=relower)
         return lowered
 
-    def _bind(self, entry, tree, avals, explicit, chosen, donated, paths, scope) -> LoweredModule:
+    def _lower_for(self, key: Any, entry: _Entry, bind: Callable[..., LoweredModule], platform: str) -> LoweredModule:
+        """The call ``key`` names with the body jax lowered for ``platform`` (``LoweredModule.relower``): jax's
+        trace lowered again, not the Python traced again."""
+        key = (key, platform)
+        lowered = self._bound.get(key)
+        if lowered is None:
+            scope = bind.keywords["scope"]  # the mesh context it was lowered in, as jax lowered it
+            with scope if isinstance(scope, Mesh) and not scope.empty else contextlib.nullcontext():
+                traced = lower_traced(entry.jax_traced, shardy=self.partitioner == "shardy", platform=platform)
+                inputs = {k: bind.keywords[k] for k in ("avals", "chosen", "donated", "paths")}
+                lowered = self._bound[key] = bind(self._entry(traced, **inputs), platform=platform)
+        return lowered
+
+    def _bind(
+        self, entry, *, tree, avals, explicit, chosen, donated, paths, scope, relower=None, platform=None
+    ) -> LoweredModule:
         """``entry``'s module on the devices its shardings (or the mesh in scope) name, with every sharding bound
         to them; an argument whose own sharding is not the one given raises (``sharding_mismatch``)."""
         devices, n = resolve_devices(_named(paths, chosen, avals, entry.out_shardings), entry.constraints)
@@ -361,7 +395,8 @@ class Lowering:
             effects=entry.effects,
             executables=entry.executables,
             out_keys=entry.out_keys,
-            platform=self.options.platform,
+            platform=platform or self.options.platform,
+            relower=relower,
         )
 
     def _out_config(self, out_info: Any, out_avals: Sequence[ShapeDtypeStruct]) -> tuple[Sharding | None, ...]:
@@ -389,6 +424,10 @@ class Lowering:
             shardy=self.partitioner == "shardy",
             platform=self.options.platform,
         )
+        return self._entry(traced, avals=avals, chosen=chosen, donated=donated, paths=paths)
+
+    def _entry(self, traced: Traced, *, avals, chosen, donated, paths) -> _Entry:
+        """The cache entry of jax's lowering ``traced``: the module with shardkit's shardings attached."""
         module, effects = traced.module, traced.effects
         main = ir.SymbolTable(module.operation)["main"]
         if len(main.type.inputs) != len(avals) + len(effects.ordered):
@@ -424,4 +463,15 @@ class Lowering:
         mesh = meshes.pop() if len(meshes) == 1 else None
         keys = tuple(a.dtype if is_key(a.dtype) else None for a in out_avals)
         out_keys = keys if any(k is not None for k in keys) else ()
-        return _Entry(module, in_avals, out_tree, out_avals, out_shardings, constraints, effects, mesh, out_keys)
+        return _Entry(
+            module,
+            in_avals,
+            out_tree,
+            out_avals,
+            out_shardings,
+            constraints,
+            effects,
+            mesh,
+            out_keys,
+            traced.jax_traced,
+        )

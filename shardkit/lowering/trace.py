@@ -48,6 +48,7 @@ class Traced:
     out_info: Any  # jax's pytree of output ShapeDtypeStructs
     effects: Effects
     devices: tuple[Any, ...]  # jax's choice (shard_map meshes, its own constraints, its mesh context), () if none
+    jax_traced: Any = None  # jax's Traced, which lowers again for another platform (``lower_traced``)
 
 
 _STATE = threading.local()
@@ -82,9 +83,18 @@ def trace(
     gspmd = contextlib.nullcontext() if shardy else _jaxlib.jax_lowers_gspmd()
     with tracing(), gspmd:
         traced = jax_fun.trace(*args, **kwargs)
+    return lower_traced(traced, shardy=shardy, platform=platform)
+
+
+def lower_traced(traced: Any, *, shardy: bool, platform: str | None) -> Traced:
+    """jax's ``traced`` (``jax.jit(f).trace(...)``) lowered for ``platform`` (None: this process's), with no Python
+    traced again: a body jax lowers differently per platform (a remat policy's host offloading, which jax drops on
+    CPU; ``lax.platform_dependent``) is lowered for the platform it will be compiled for."""
+    gspmd = contextlib.nullcontext() if shardy else _jaxlib.jax_lowers_gspmd()
+    with tracing(), gspmd:
         lowered = traced.lower(lowering_platforms=None if platform is None else (platform,))
     ordered, unordered, callbacks, keepalive, devices = _jaxlib.lowering_extras(lowered)
     any_effect = ordered or unordered or callbacks
     effects = Effects(tuple(ordered), bool(unordered), tuple(callbacks), keepalive) if any_effect else NO_EFFECTS
     module = copy_module(lowered.compiler_ir("stablehlo"))
-    return Traced(module, traced.out_info, effects, devices if len(devices) > 1 else ())
+    return Traced(module, traced.out_info, effects, devices if len(devices) > 1 else (), traced)

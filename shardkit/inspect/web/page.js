@@ -486,7 +486,7 @@
     }
     const parts = [["arguments", m.arguments, "#5254A3"], ["outputs, not aliased", m.outputs - m.aliased, "#8CA252"],
       ["temporaries", m.temporaries, "#E7BA52"], ["code", m.code, "#AD494A"]];
-    const scale = Math.max(m.capacity || 0, m.total, parts.reduce((n, p) => n + p[1], 0), 1);
+    const scale = Math.max(m.capacity || 0, m.total, parts.reduce((n, p) => n + p[1], 0), m.host || 0, 1);
     const bar = (label, value, colour, text) => el("div", { class: "bar-row", "data-memory": label },
       el("span", { text: label }), el("div", { class: "track" }, el("div", { class: "fill",
         style: `width:${(100 * value) / scale}%;background:${colour}` })), el("span", { class: "num", "data-value": value,
@@ -503,11 +503,14 @@
     return section("memory", `Memory per device: ${humanBytes(m.total)}${m.capacity ? " of " + humanBytes(m.capacity) : ""}`,
       `XLA's sizes for ${m.target || "this process's devices"} (${m.num_devices} devices). ` +
       `${m.peak ? "The peak is XLA's own; the parts below are what the program holds in all, not all live at once." :
-        "No peak from this backend: the total is everything live at once, an upper bound."}`,
+        m.host ? "XLA's peak counts the host's memory as the device's: the total is everything on the device live at " +
+        "once, an upper bound." : "No peak from this backend: the total is everything live at once, an upper bound."}` +
+      `${m.host ? " Host (offloaded): what XLA keeps in the host's memory, not the device's." : ""}`,
       m.error ? el("p", { class: "empty", text: m.error }) : null, verdict,
       el("div", { class: "bars", style: "max-width:720px;margin:8px 0" },
         parts.map(([l, v, c]) => bar(l, v, c)), bar(m.peak ? "peak" : "total", m.total, "#1d2330"),
-        m.capacity ? bar("capacity", m.capacity, "#c8d0db") : null),
+        m.capacity ? bar("capacity", m.capacity, "#c8d0db") : null,
+        m.host ? bar("host (offloaded)", m.host, "#9aa5b1") : null),
       el("div", { class: "note", text: `the ${m.largest.length} largest buffers, with the lines that made them:` }),
       el("div", { class: "scroll" }, buffers));
   }
