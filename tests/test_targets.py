@@ -298,6 +298,7 @@ def test_a_tpu_program_xla_placed_fits_whatever_its_upper_bound():
     assert report.placed and report.fits and report.total > report.capacity
     assert "(the upper bound is 125.0% of it; XLA placed every buffer in it: fits)" in str(report)
     assert not dataclasses.replace(report, placed=False).fits
+    assert report.within(report.capacity) and not report.within(report.capacity - 1)  # autoshard's limits
 
 
 # -- the GPT step at scale -----------------------------------------------------------------------------------

@@ -235,7 +235,7 @@ def _compile(plan: Plan, c: Candidate, limit: int | None) -> Confirmed:
     report = compiled.communication()
     step = report.time(plan.machine.hardware)  # loop bodies counted by their trip counts (Compiled.cost)
     memory = compiled.memory()
-    fits = limit is None or memory.total <= limit
+    fits = limit is None or memory.within(limit)
     return Confirmed(
         step.step, step.compute, step.memory, step.communication, memory.total, fits, seconds, compiled=compiled
     )

@@ -116,7 +116,14 @@ class MemoryReport:
         """Whether the program fits the device (None where the capacity is unknown)."""
         if self.error is not None:
             return False
-        return None if self.capacity is None else self.placed or self.total <= self.capacity
+        return None if self.capacity is None else self.within(self.capacity)
+
+    def within(self, limit: int) -> bool:
+        """Whether the program fits ``limit`` bytes per device: its peak or upper bound is within it, or XLA placed
+        it in the device's memory (``placed``) and the limit is no less than that memory."""
+        if self.error is not None:
+            return False
+        return self.total <= limit or (self.placed and self.capacity is not None and limit >= self.capacity)
 
     def to_dict(self) -> dict[str, Any]:
         return {
