@@ -468,11 +468,34 @@ def test_a_scanned_layers_gather_matches_the_plans_of_its_shape():
 
 
 def test_an_opaque_kernel_is_named_as_one():
-    """A custom call (a Pallas/Mosaic kernel on TPU, a host callback here) is opaque to XLA's partitioner: XLA
+    """A Pallas kernel (a ``tpu_custom_call``, lowered for TPU from this machine) is opaque to XLA's partitioner: XLA
     gathers its sharded operand for it, and the explanation says so, not that the op reduces."""
-    x = sk.ShapeDtypeStruct((8, 4), F32, sharding=sk.NamedSharding(M2, P("data")))
-    f = sk.jit(lambda x: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x) * 2)
-    explanation = f.lower(x).compile().communication().explain()
+    from jax.experimental import pallas as pl
+
+    def double(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    def f(x):
+        return pl.pallas_call(double, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    x = sk.ShapeDtypeStruct((16, 128), F32, sharding=sk.NamedSharding(sk.AbstractMesh((2, 2), ("a", "b")), P("a")))
+    compiled = sk.jit(f, platform="tpu").lower(x).compile(target="tpu-v5e:2x2")
+    explanation = compiled.communication().explain()
     gathers = [i for i in explanation.items if i.collective.kind == "all-gather"]
     assert gathers and all(i.reasons == ("kernel",) for i in gathers)
     assert "opaque kernel" in gathers[0].summary and "run whole on each device" in gathers[0].summary
+
+
+def test_a_host_callback_runs_on_one_device():
+    """jax runs a host callback on one device (a maximal sharding): XLA gathers its sharded operand to that device and
+    sends its result from there to the devices of its user; both collectives are explained so."""
+    x = sk.ShapeDtypeStruct((8, 4), F32, sharding=sk.NamedSharding(M2, P("data")))
+    out = sk.NamedSharding(M2, P("data"))
+    f = sk.jit(lambda x: jax.pure_callback(np.sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x) * 2, out_shardings=out)
+    explanation = f.lower(x).compile().communication().explain()
+    assert not explanation.unexplained
+    reasons = {i.collective.kind: i.reasons for i in explanation.items}
+    assert reasons == {"all-gather": ("callback",), "all-reduce": ("callback-result",)}
+    gather, sent = sorted(explanation.items, key=lambda i: i.collective.kind == "all-reduce")
+    assert "is a host callback, which jax runs on one device, and its operand is sharded over 'data'" in gather.summary
+    assert "reads a host callback's result, made on one device, as P('data', None)" in sent.summary

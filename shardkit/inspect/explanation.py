@@ -34,6 +34,10 @@ REASONS = {
     "partitioner": "XLA's partitioner communicates inside an op whose operand is sharded",
     "kernel": "an opaque kernel (a Pallas/Mosaic tpu_custom_call, any custom call): XLA runs it whole on each device, "
     "so its sharded operands are gathered for it",
+    "callback": "a host callback (jax.pure_callback, io_callback, jax.debug.print): jax runs it on one device, so XLA "
+    "gathers its sharded operands to that device",
+    "callback-result": "a host callback's result, made on the one device jax runs the callback on, sent to the devices "
+    "that use it",
 }
 
 
@@ -137,6 +141,13 @@ class Cause:
                     f"because {self.value} is an opaque kernel, run whole on each device, and its operand is sharded "
                     f"over {axes}: {self.have.spec}{have}"
                 )
+            if self.reason == "callback":
+                return (
+                    f"because {self.value} is a host callback, which jax runs on one device, and its operand is "
+                    f"sharded over {axes}: {self.have.spec}{have}"
+                )
+            if self.reason == "callback-result":
+                return f"because {self.value} reads a host callback's result, made on one device, as {self.need.spec}"
             if self.reason == "partitioner":
                 return (
                     f"because XLA's partitioner communicates inside {self.value}, whose operand is sharded over "
@@ -148,6 +159,8 @@ class Cause:
         consumer = f"{self.consumer} needs" if self.consumer else "its user needs"
         if self.reason == "kernel":
             consumer = f"the opaque kernel {self.consumer}, run whole on each device, needs"
+        if self.reason == "callback":
+            consumer = f"the host callback {self.consumer}, run on one device, needs"
         return f"because {self.value} is {self.have.spec}{have} where {consumer} {self.need.spec}{need}"
 
     def to_dict(self) -> dict[str, Any]:

@@ -105,8 +105,17 @@ class XlaMatcher:
         # the plan's collectives, best evidence first: the same kind and axes at its line (its per-device shapes
         # first), or anywhere with its shapes (up to padding) or with the value it gathers whole (XLA's line for it
         # differs between releases); one it is a step of, at its line; another kind or axes at its line; one it is
-        # a step of anywhere; without a line, the value it gathers whole
+        # a step of anywhere; without a line, the value it gathers whole. A host callback at its line ranks second: a
+        # gather of its operand to the callback's device, or its whole result sent from there to all (XLA's all-reduce
+        # of it with zeros from the other devices)
         result = str(c.results[0]) if c.results else ""
+        sites = [x for x in self.sites.get(line, []) if all(_within(a, x.axes) for a in axes)] if line else []
+        callback = [
+            x
+            for x in sites
+            if (x.reason, c.kind) == ("callback", "all-gather")
+            or ((x.reason, c.kind) == ("callback-result", "all-reduce") and x.value.type == result)
+        ]
         overlapping = [(p, x) for p, x in self.plan if axes & set(p.axes or ())]
         steps = [(p, x) for p, x in self.plan if _step_of(c, p)]
         pools = (
@@ -118,11 +127,12 @@ class XlaMatcher:
             steps,
             [(p, x) for p, x in overlapping if line is None and x.value.type == result],
         )
-        for pool in pools:
+        for i, pool in enumerate(pools):
+            if i == 1 and callback:
+                return Item(c, (callback[0],))
             if pool:
                 p, x = pool[0]
                 return Item(c, (x,), _notes(c, p, x))
-        sites = [x for x in self.sites.get(line, []) if all(_within(a, x.axes) for a in axes)] if line else []
         if sites:
             tail = c.op_name.rsplit("/", 1)[-1]
             best = next((x for x in sites if x.value.op_name.rsplit("/", 1)[-1] in tail), sites[0])

@@ -439,16 +439,22 @@ class PropagatedModule:
             key = line_key(self.source(op))
             if key not in lines:
                 continue
-            operand = next((v for v in op.operands if _axis_names(shardy.sharding_of(v))), None)
-            if operand is None:
-                continue
-            result, tensor = op.results[0], shardy.sharding_of(operand)
+            result = op.results[0]
             after = shardy.sharding_of(result)
+            operand = next((v for v in op.operands if _axis_names(shardy.sharding_of(v))), None)
+            if operand is None:  # a host callback's result, on its one device, sent to every device of its user's mesh
+                fed = next((v for v in op.operands if _from_callback(v)), None)
+                mesh = self.meshes.get(after.mesh) if after is not None and isinstance(after.mesh, str) else None
+                if fed is not None and mesh is not None and mesh.axes:
+                    axes = tuple(name for name, _ in mesh.axes)
+                    cause = self._operand_cause("callback-result", result, fed, axes, after, self.op_text(op))
+                    out.setdefault(key, []).append(cause)
+                continue
+            tensor = shardy.sharding_of(operand)
             found = out.setdefault(key, [])
-            if op.name == "stablehlo.custom_call":  # a kernel XLA cannot look into: it takes its operands whole
-                found.append(
-                    self._operand_cause("kernel", result, operand, _axis_names(tensor), after, self.op_text(op))
-                )
+            if op.name == "stablehlo.custom_call":  # XLA cannot look into it: it takes its operands whole
+                reason = "callback" if _is_host_callback(op) else "kernel"
+                found.append(self._operand_cause(reason, result, operand, _axis_names(tensor), after, self.op_text(op)))
                 continue
             if op.name == "stablehlo.reduce":
                 reduced = _axis_names(tensor, ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
@@ -472,7 +478,7 @@ def _reshard_reason(
     ):
         return "shard_map"
     if user is not None and user.name == "stablehlo.custom_call":
-        return "kernel"
+        return "callback" if _is_host_callback(user) else "kernel"
     if user is not None and user.name == "func.return" and irx.function_of(user) == facts.main.operation:
         return "out-sharding"
     in_callee = isinstance(owner, ir.Block) and owner.owner.operation != facts.main.operation
@@ -486,6 +492,20 @@ def _reshard_reason(
             if kind in side:
                 return reason
     return "operands"
+
+
+def _is_host_callback(op: ir.Operation) -> bool:
+    """Whether ``op`` is the custom call jax makes for a host callback (``jax.pure_callback``, ``io_callback``,
+    ``jax.debug.print``: ``xla_ffi_python_cpu_callback`` and its kin), which XLA runs on one device."""
+    return op.name == "stablehlo.custom_call" and "callback" in ir.StringAttr(op.attributes["call_target_name"]).value
+
+
+def _from_callback(value: ir.Value) -> bool:
+    """Whether ``value`` is a host callback's result (through the reshards Shardy makes after it)."""
+    owner = value.owner
+    while not isinstance(owner, ir.Block) and owner.name in ("sdy.reshard", "sdy.sharding_constraint"):
+        owner = owner.operands[0].owner
+    return not isinstance(owner, ir.Block) and _is_host_callback(owner.operation)
 
 
 def _through_reshards(user: ir.Operation | None) -> ir.Operation | None:
