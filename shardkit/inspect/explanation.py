@@ -161,7 +161,10 @@ class Cause:
             consumer = f"the opaque kernel {self.consumer}, run whole on each device, needs"
         if self.reason == "callback":
             consumer = f"the host callback {self.consumer}, run on one device, needs"
-        return f"because {self.value} is {self.have.spec}{have} where {consumer} {self.need.spec}{need}"
+        value = (
+            f"{self.value}, a host callback's result, made on one device," if self.reason == "callback-result" else ""
+        )
+        return f"because {value or self.value} is {self.have.spec}{have} where {consumer} {self.need.spec}{need}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

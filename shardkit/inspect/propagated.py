@@ -479,6 +479,8 @@ def _reshard_reason(
         return "shard_map"
     if user is not None and user.name == "stablehlo.custom_call":
         return "callback" if _is_host_callback(user) else "kernel"
+    if _from_callback(operand):  # jax 0.11+ constrains a callback's result to replicated itself, then its users'
+        return "callback-result"
     if user is not None and user.name == "func.return" and irx.function_of(user) == facts.main.operation:
         return "out-sharding"
     in_callee = isinstance(owner, ir.Block) and owner.owner.operation != facts.main.operation
