@@ -154,6 +154,19 @@ def test_a_mesh_is_searched_among_the_factorisations_of_the_device_count():
     assert {"x=8", "x=2 y=4", "x=4 y=2"} <= meshes  # the one-axis layout priced on every mesh
 
 
+def test_a_body_that_calls_back_is_searched_for_a_tpu_target():
+    """jax lowers a host callback for this process's devices only: the body is lowered here, as Lowered.compile
+    keeps it for a TPU target, and searched (jax's own lowering for TPU refuses it: "the platform for the specified
+    backend cpu is different from the lowering platform tpu")."""
+
+    def f(w, x):
+        jax.debug.print("{}", x.sum())
+        return jnp.tanh(x @ w).sum()
+
+    plan = sk.autoshard(f, normal(64, 64), normal(32, 64), target="tpu-v5e:2x2", confirm=0, workers=0)
+    assert plan.candidates and plan.target == "tpu-v5e:2x2"
+
+
 # -- the user's shardings --------------------------------------------------------------------------------------
 
 

@@ -163,13 +163,15 @@ def from_function(
     fun: Callable, args: Sequence[Any], donate_argnums: Sequence[int], platform: str | None = None
 ) -> tuple[Program, Any]:
     """The program of ``fun(*args)`` lowered once (module docstring) with its body lowered by jax for ``platform``
-    (the target's; default this process's), and the ``Lowered`` it came from."""
+    (the target's, as ``Lowered.compile`` lowers it for a target; default this process's), and the ``Lowered`` it
+    came from."""
     import jax
 
-    from shardkit.stages import jit
+    from shardkit.stages import Lowered, jit
 
-    own = platform in (None, jax.default_backend())
-    lowered = jit(fun, donate_argnums=tuple(donate_argnums), platform=None if own else platform).lower(*args)
+    lowered = jit(fun, donate_argnums=tuple(donate_argnums)).lower(*args)
+    if platform is not None:
+        lowered = Lowered(lowered._lowered.for_platform(platform))
     module = lowered.compiler_ir()
     avals, _ = lowered.in_avals
     flat, _ = jax.tree_util.tree_flatten_with_path(avals)
