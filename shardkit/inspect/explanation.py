@@ -162,9 +162,11 @@ class Cause:
         if self.reason == "callback":
             consumer = f"the host callback {self.consumer}, run on one device, needs"
         value = (
-            f"{self.value}, a host callback's result, made on one device," if self.reason == "callback-result" else ""
+            f"{self.value}, a host callback's result, made on one device,"
+            if self.reason == "callback-result"
+            else self.value
         )
-        return f"because {value or self.value} is {self.have.spec}{have} where {consumer} {self.need.spec}{need}"
+        return f"because {value} is {self.have.spec}{have} where {consumer} {self.need.spec}{need}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -105,13 +105,13 @@ class XlaMatcher:
         # the plan's collectives, best evidence first: the same kind and axes at its line (its per-device shapes
         # first), or anywhere with its shapes (up to padding) or with the value it gathers whole (XLA's line for it
         # differs between releases); one it is a step of, at its line; another kind or axes at its line; one it is
-        # a step of anywhere; without a line, the value it gathers whole. A host callback at its line ranks second: a
-        # gather of its operand to the callback's device, or its whole result sent from there to all (XLA's all-reduce
-        # of it with zeros from the other devices)
+        # a step of anywhere; without a line, the value it gathers whole. A host callback at its line (no collective of
+        # the plan: None) ranks second: a gather of its operand to the callback's device, or its whole result sent from
+        # there to all (XLA's all-reduce of it with zeros from the other devices)
         result = str(c.results[0]) if c.results else ""
         sites = [x for x in self.sites.get(line, []) if all(_within(a, x.axes) for a in axes)] if line else []
         callback = [
-            x
+            (None, x)
             for x in sites
             if (x.reason, c.kind) == ("callback", "all-gather")
             or ((x.reason, c.kind) == ("callback-result", "all-reduce") and x.value.type == result)
@@ -120,6 +120,7 @@ class XlaMatcher:
         steps = [(p, x) for p, x in self.plan if _step_of(c, p)]
         pools = (
             sorted(at_line, key=lambda px: _fit(c, px[0])),
+            callback,
             sorted((px for px in same if _fit(c, px[0]) < 2), key=lambda px: _fit(c, px[0])),
             [(p, x) for p, x in same if x.value.type == result],
             [(p, x) for p, x in steps if line is not None and self._line(p, x) == line],
@@ -127,12 +128,10 @@ class XlaMatcher:
             steps,
             [(p, x) for p, x in overlapping if line is None and x.value.type == result],
         )
-        for i, pool in enumerate(pools):
-            if i == 1 and callback:
-                return Item(c, (callback[0],))
+        for pool in pools:
             if pool:
                 p, x = pool[0]
-                return Item(c, (x,), _notes(c, p, x))
+                return Item(c, (x,), () if p is None else _notes(c, p, x))
         if sites:
             tail = c.op_name.rsplit("/", 1)[-1]
             best = next((x for x in sites if x.value.op_name.rsplit("/", 1)[-1] in tail), sites[0])

@@ -196,7 +196,7 @@ def report(
         aliased=stats.alias_size_in_bytes,
         temporaries=stats.temp_size_in_bytes,
         code=stats.generated_code_size_in_bytes,
-        peak=None if platform == "cpu" or host else _peak(stats),
+        peak=_peak(stats, platform, host),
         capacity=capacity,
         largest=_largest(buffers(module), top),
         host=host,
@@ -210,12 +210,14 @@ def _host(stats: Any) -> int:
     return sizes[0] + sizes[1] - sizes[2] + sizes[3]
 
 
-def _peak(stats: Any) -> int | None:
+def _peak(stats: Any, platform: str, host: int) -> int | None:
     """XLA's peak, where it is the device's. XLA's CPU backend reports the arguments and outputs alone (no
     temporaries), which is no peak of a program that has temporaries, and sometimes a few bytes more than those (a
-    MaxText step: 585.7 KiB beside 7.6 MiB of temporaries): a CPU program's report never takes it (``report``), nor
-    that of a program that offloads (module docstring); elsewhere a peak no larger than what the arguments and
-    outputs hold is not taken either."""
+    MaxText step: 585.7 KiB beside 7.6 MiB of temporaries): a CPU program's is never taken, nor that of a program
+    that keeps ``host`` bytes in the host's memory (module docstring); elsewhere a peak no larger than what the
+    arguments and outputs hold is not taken either."""
+    if platform == "cpu" or host:
+        return None
     peak = getattr(stats, "peak_memory_in_bytes", 0)
     held = stats.argument_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
     return peak if peak and (peak > held or not stats.temp_size_in_bytes) else None

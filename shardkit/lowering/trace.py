@@ -70,6 +70,14 @@ def tracing_for_shardkit() -> bool:
     return getattr(_STATE, "depth", 0) > 0
 
 
+@contextlib.contextmanager
+def _for_shardkit(shardy: bool) -> Iterator[None]:
+    """jax tracing or lowering for shardkit (``tracing``), its sharding constructs in GSPMD's form where not
+    ``shardy``."""
+    with tracing(), contextlib.nullcontext() if shardy else _jaxlib.jax_lowers_gspmd():
+        yield
+
+
 def trace(
     jax_fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, shardy: bool, platform: str | None = None
 ) -> Traced:
@@ -80,8 +88,7 @@ def trace(
     jax ShapeDtypeStructs and the static values. jax's own sharding constructs in the body (a host callback's
     device, its sharding constraints, ``shard_map``) come in the Shardy form, or with ``shardy=False`` in GSPMD's.
     """
-    gspmd = contextlib.nullcontext() if shardy else _jaxlib.jax_lowers_gspmd()
-    with tracing(), gspmd:
+    with _for_shardkit(shardy):
         traced = jax_fun.trace(*args, **kwargs)
     return lower_traced(traced, shardy=shardy, platform=platform)
 
@@ -90,8 +97,7 @@ def lower_traced(traced: Any, *, shardy: bool, platform: str | None) -> Traced:
     """jax's ``traced`` (``jax.jit(f).trace(...)``) lowered for ``platform`` (None: this process's), with no Python
     traced again: a body jax lowers differently per platform (a remat policy's host offloading, which jax drops on
     CPU; ``lax.platform_dependent``) is lowered for the platform it will be compiled for."""
-    gspmd = contextlib.nullcontext() if shardy else _jaxlib.jax_lowers_gspmd()
-    with tracing(), gspmd:
+    with _for_shardkit(shardy):
         lowered = traced.lower(lowering_platforms=None if platform is None else (platform,))
     ordered, unordered, callbacks, keepalive, devices = _jaxlib.lowering_extras(lowered)
     any_effect = ordered or unordered or callbacks
